@@ -1,0 +1,117 @@
+#pragma once
+// Tensor shapes whose dimensions are static, symbolic or unknown.
+//
+// A symbolic dimension is a polynomial over named symbols with integer coefficients
+// ("batch", "batch*seq", "past+1", "2*seq"), so that reshapes, concatenations and
+// flattening keep dynamic sizes exact instead of degrading them to "unknown".
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "estuary/ir/dtype.h"
+
+namespace estuary {
+
+class Dim {
+ public:
+  // An unknown dimension: nothing is known about its size.
+  Dim() = default;
+  // A static dimension (value >= 0).
+  Dim(int64_t value);  // NOLINT(google-explicit-constructor): dims read naturally as integers
+  static Dim symbol(std::string_view name);
+  static Dim unknown() { return Dim(); }
+  // Parses "3", "?", "batch", "batch*seq", "past+1", "2*seq+1". Returns nullopt on bad text.
+  static std::optional<Dim> parse(std::string_view text);
+
+  bool isStatic() const { return !expr_ && value_ >= 0; }
+  bool isUnknown() const { return !expr_ && value_ < 0; }
+  bool isSymbolic() const { return expr_ != nullptr; }
+  // The static value; only meaningful when isStatic().
+  int64_t value() const { return value_; }
+
+  // Exact arithmetic where possible; an unknown operand makes an unknown result.
+  friend Dim operator+(const Dim& a, const Dim& b);
+  friend Dim operator-(const Dim& a, const Dim& b);
+  friend Dim operator*(const Dim& a, const Dim& b);
+  // Exact division: the result is unknown unless every term divides evenly.
+  Dim divideExactly(const Dim& divisor) const;
+
+  // Canonical text: "3", "?", "batch", "batch*seq", "past+1".
+  std::string str() const;
+
+  // Structural equality: same static value, or the same canonical polynomial.
+  // Two unknown dims are equal as values of this class but not provably the same size:
+  // use provablyEqual() for semantic checks.
+  friend bool operator==(const Dim& a, const Dim& b);
+  friend bool operator!=(const Dim& a, const Dim& b) { return !(a == b); }
+  bool provablyEqual(const Dim& other) const { return !isUnknown() && *this == other; }
+
+  struct Expr;  // polynomial; defined in shape.cpp
+
+ private:
+  explicit Dim(std::shared_ptr<const Expr> expr);
+  static Dim fromExpr(std::shared_ptr<const Expr> expr);
+  int64_t value_ = -1;
+  std::shared_ptr<const Expr> expr_;
+};
+
+// A ranked or unranked shape. A rank-0 ranked shape is a scalar.
+class Shape {
+ public:
+  Shape() = default;  // rank 0, a scalar
+  Shape(std::vector<Dim> dims) : dims_(std::move(dims)) {}  // NOLINT
+  Shape(std::initializer_list<Dim> dims) : dims_(dims) {}
+  static Shape unranked();
+  static Shape ofStatic(const std::vector<int64_t>& dims);
+
+  bool isRanked() const { return ranked_; }
+  size_t rank() const { return dims_.size(); }
+  const Dim& operator[](size_t i) const { return dims_[i]; }
+  Dim& operator[](size_t i) { return dims_[i]; }
+  const std::vector<Dim>& dims() const { return dims_; }
+  std::vector<Dim>& dims() { return dims_; }
+
+  bool isStatic() const;  // ranked and every dim static
+  // Static dims as integers; only valid when isStatic().
+  std::vector<int64_t> staticDims() const;
+  // Product of all dims (static, symbolic or unknown).
+  Dim numElements() const;
+
+  // "[batch,3,224,224]", "[]" for a scalar, "[*]" for unranked.
+  std::string str() const;
+
+  friend bool operator==(const Shape& a, const Shape& b) {
+    return a.ranked_ == b.ranked_ && a.dims_ == b.dims_;
+  }
+  friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
+
+ private:
+  std::vector<Dim> dims_;
+  bool ranked_ = true;
+};
+
+// Element type plus shape. A value whose type is not yet inferred has
+// DType::Undefined and an unranked shape.
+struct TensorType {
+  DType dtype = DType::Undefined;
+  Shape shape = Shape::unranked();
+
+  TensorType() = default;
+  TensorType(DType dtype, Shape shape) : dtype(dtype), shape(std::move(shape)) {}
+
+  bool isKnown() const { return dtype != DType::Undefined && shape.isRanked(); }
+  // "f32[batch,16]", "?[*]" when nothing is known.
+  std::string str() const;
+  // Parses the str() form; nullopt on bad text.
+  static std::optional<TensorType> parse(std::string_view text);
+
+  friend bool operator==(const TensorType& a, const TensorType& b) {
+    return a.dtype == b.dtype && a.shape == b.shape;
+  }
+  friend bool operator!=(const TensorType& a, const TensorType& b) { return !(a == b); }
+};
+
+}  // namespace estuary

@@ -1,0 +1,99 @@
+#pragma once
+// Passes: named graph transformations with declared, typed options.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "estuary/ir/graph.h"
+
+namespace estuary {
+
+class OpRegistry;
+
+// An option value as written in a pipeline YAML file or on the command line.
+using OptionValue = std::variant<bool, int64_t, double, std::string, std::vector<std::string>>;
+
+struct OptionSpec {
+  enum class Kind : uint8_t { Bool, Int, Float, String, StringList };
+  std::string name;
+  Kind kind;
+  OptionValue default_value;
+  std::string help;
+};
+
+// Options handed to a pass factory: every declared option is present, with its default
+// when the pipeline did not set it.
+class PassOptions {
+ public:
+  bool getBool(std::string_view name) const;
+  int64_t getInt(std::string_view name) const;
+  double getFloat(std::string_view name) const;
+  const std::string& getString(std::string_view name) const;
+  const std::vector<std::string>& getStringList(std::string_view name) const;
+  void set(std::string name, OptionValue value) { values_[std::move(name)] = std::move(value); }
+  const std::map<std::string, OptionValue, std::less<>>& values() const { return values_; }
+
+ private:
+  const OptionValue& get(std::string_view name) const;
+  std::map<std::string, OptionValue, std::less<>> values_;
+};
+
+// What a pass reports back to the pass manager.
+struct PassResult {
+  // How many rewrites the pass made (nodes erased, fused, folded, ...). Zero means the
+  // graph is unchanged.
+  int64_t changes = 0;
+  bool changed() const { return changes > 0; }
+};
+
+// Shared state a pass run can use.
+struct PassContext {
+  const OpRegistry* ops = nullptr;
+  // Set in debug runs; passes may do extra checking.
+  bool debug = false;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual PassResult run(Graph& graph, PassContext& context) = 0;
+};
+
+struct PassInfo {
+  std::string name;
+  std::string description;
+  std::vector<OptionSpec> options;
+  std::function<std::unique_ptr<Pass>(const PassOptions&)> factory;
+};
+
+class PassRegistry {
+ public:
+  // The process-wide registry holding the core passes; plugins add to it.
+  static PassRegistry& global();
+
+  // Raises an Error when `info.name` is taken. `keep_alive` (a loaded plugin) stays
+  // alive as long as any pass made by this entry does.
+  void add(PassInfo info, std::shared_ptr<const void> keep_alive = nullptr);
+  const PassInfo* find(std::string_view name) const;
+  std::vector<const PassInfo*> all() const;  // sorted by name
+
+  // Checks the option names and kinds against the declaration (an Error names the pass,
+  // the option and the expected kind), fills defaults, and creates the pass. The returned
+  // pass keeps its plugin loaded.
+  std::shared_ptr<Pass> create(std::string_view name,
+                               const std::map<std::string, OptionValue, std::less<>>& options) const;
+
+ private:
+  struct Entry {
+    PassInfo info;
+    std::shared_ptr<const void> keep_alive;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+}  // namespace estuary
