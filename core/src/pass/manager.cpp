@@ -11,10 +11,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "estuary/ir/printer.h"
 #include "estuary/ir/verifier.h"
 #include "estuary/ops/schema.h"
 #include "estuary/support/error.h"
+#include "estuary/text/printer.h"
 
 namespace estuary {
 
@@ -261,8 +261,12 @@ void PassManager::dump(const Graph& graph, std::string_view stage, const std::st
                                (std::string(number) + "_" + std::string(stage) + "_" +
                                 fileSafe(pass) + ".est");
   std::ofstream out(path, std::ios::binary);
+  // Large weights are elided: dumps are for reading, and a model's weights would make every
+  // dump as large as the model.
+  PrintOptions options;
+  options.elide_tensors_above_bytes = 4096;
   out << "# " << stage << " pass '" << pass << "' (pipeline " << pipeline_.name << ")\n"
-      << printGraph(graph);
+      << printGraph(graph, options);
   out.close();
   if (!out) raise("cannot write the IR dump '", path.string(), "'");
   dump_files_.push_back(path.string());

@@ -23,6 +23,11 @@ std::string_view optionKindName(OptionSpec::Kind kind) {
   return "?";
 }
 
+std::string optionKindPhrase(OptionSpec::Kind kind) {
+  std::string_view name = optionKindName(kind);
+  return (kind == OptionSpec::Kind::Int ? "an " : "a ") + std::string(name);
+}
+
 OptionSpec::Kind optionValueKind(const OptionValue& value) {
   // The variant's alternatives are in the order of OptionSpec::Kind.
   return static_cast<OptionSpec::Kind>(value.index());
@@ -155,8 +160,8 @@ namespace {
 template <typename T>
 const T& getAs(const OptionValue& value, std::string_view name, OptionSpec::Kind kind) {
   if (const T* typed = std::get_if<T>(&value)) return *typed;
-  raise("pass option '", name, "' is a ", optionKindName(optionValueKind(value)),
-        ", not a ", optionKindName(kind));
+  raise("pass option '", name, "' is ", optionKindPhrase(optionValueKind(value)), ", not ",
+        optionKindPhrase(kind));
 }
 
 }  // namespace
@@ -213,9 +218,9 @@ void PassRegistry::add(PassInfo info, std::shared_ptr<const void> keep_alive) {
   if (!info.factory) raise("pass '", info.name, "' is registered without a factory");
   for (const OptionSpec& spec : info.options) {
     if (optionValueKind(spec.default_value) != spec.kind) {
-      raise("pass '", info.name, "': the default of option '", spec.name, "' is a ",
-            optionKindName(optionValueKind(spec.default_value)), ", the option is declared ",
-            optionKindName(spec.kind));
+      raise("pass '", info.name, "': the default of option '", spec.name, "' is ",
+            optionKindPhrase(optionValueKind(spec.default_value)), ", the option is declared ",
+            optionKindPhrase(spec.kind));
     }
   }
   if (entries_.count(info.name)) raise("pass '", info.name, "' is already registered");
@@ -267,8 +272,8 @@ std::shared_ptr<Pass> PassRegistry::create(std::string_view name,
     } else if (spec->kind == OptionSpec::Kind::Float && given == OptionSpec::Kind::Int) {
       resolved.set(spec->name, static_cast<double>(std::get<int64_t>(value)));
     } else {
-      raise("pass '", name, "': option '", option, "' expects a ", optionKindName(spec->kind),
-            ", got a ", optionKindName(given), " (", formatOptionValue(value), ")");
+      raise("pass '", name, "': option '", option, "' expects ", optionKindPhrase(spec->kind),
+            ", got ", optionKindPhrase(given), " (", formatOptionValue(value), ")");
     }
   }
   std::unique_ptr<Pass> pass = info.factory(resolved);

@@ -213,8 +213,8 @@ class PipelineParser {
     } else if (value.IsScalar() && parseOptionValue(spec->kind, value.Scalar(), result)) {
       return result;
     }
-    fail(value, "pass '", info.name, "': option '", option, "' expects a ",
-         optionKindName(spec->kind), ", got ", describe(value));
+    fail(value, "pass '", info.name, "': option '", option, "' expects ",
+         optionKindPhrase(spec->kind), ", got ", describe(value));
   }
 
   static std::string describe(const YAML::Node& value) {
@@ -369,8 +369,8 @@ Pipeline parsePassList(std::string_view list, const PassRegistry& registry) {
               info.describeOptions());
       }
       if (!parseOptionValue(spec->kind, text, value)) {
-        raise("pass list: pass '", name, "': option '", option, "' expects a ",
-              optionKindName(spec->kind), ", got '", text, "'");
+        raise("pass list: pass '", name, "': option '", option, "' expects ",
+              optionKindPhrase(spec->kind), ", got '", text, "'");
       }
       step.options[option] = std::move(value);
     }

@@ -29,6 +29,8 @@ struct OptionSpec {
 
 // "bool", "int", "float", "string", "list of strings".
 std::string_view optionKindName(OptionSpec::Kind kind);
+// The same with an article, for messages: "a bool", "an int", "a list of strings".
+std::string optionKindPhrase(OptionSpec::Kind kind);
 // The kind a value holds.
 OptionSpec::Kind optionValueKind(const OptionValue& value);
 // Converts option text (a YAML scalar, a command-line value) to `kind`. A StringList is
