@@ -236,7 +236,13 @@ class Canonicalizer {
       std::optional<std::vector<int64_t>> target = constantInts(node.input(1));
       if (!target || std::find(target->begin(), target->end(), 0) != target->end()) return 0;
     }
-    node.setInput(0, inner->input(0));
+    // The node's shape does not depend on what it reshapes, so it can skip every Reshape
+    // above it, including ones that could not be folded themselves.
+    Value* source = inner->input(0);
+    while (source->producer() && source->producer()->is("Reshape") && source->producer()->input(0)) {
+      source = source->producer()->input(0);
+    }
+    node.setInput(0, source);
     eraseIfUnused(inner);
     return 1;
   }
