@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "estuary/support/error.h"
+#include "text/flat_map.h"
 #include "text/syntax.h"
 
 namespace estuary {
@@ -45,9 +46,7 @@ class Parser {
  public:
   Parser(std::string_view text, std::string_view source_name)
       : begin_(text.data()), pos_(text.data()), end_(text.data() + text.size()),
-        source_(source_name), forward_refs_("forward references") {
-    symbols_.reserve(text.size() / 48 + 16);
-  }
+        source_(source_name), forward_refs_("forward references"), symbols_(text.size() / 48) {}
 
   std::unique_ptr<Graph> parse() {
     root_ = std::make_unique<Graph>();
@@ -61,9 +60,9 @@ class Parser {
 
  private:
   struct Binding {
-    Value* value;
-    const char* where;
-    uint32_t depth;
+    Value* value = nullptr;
+    const char* where = nullptr;
+    uint32_t depth = 0;
   };
   struct Pending {
     Value* placeholder;
@@ -96,8 +95,9 @@ class Parser {
   std::string describeAt(const char* p) const {
     if (p >= end_) return "end of input";
     const char* stop = p;
-    if (text::isNameChar(*p)) {
-      while (stop < end_ && text::isNameChar(*stop) && stop - p < 40) ++stop;
+    const size_t name_length = text::bareNameLength({p, static_cast<size_t>(end_ - p)});
+    if (name_length > 0) {
+      stop += std::min<size_t>(name_length, 40);
     } else if (*p == '"') {
       ++stop;
       while (stop < end_ && *stop != '"' && *stop != '\n' && stop - p < 40) ++stop;
@@ -250,8 +250,7 @@ class Parser {
   }
 
   std::string parseGraphName() {
-    const char* where = pos_;
-    if (!consume('@')) fail(where, "expected '@' and a graph name after 'graph', found ", found());
+    if (!consume('@')) fail(pos_, "expected '@' and a graph name after 'graph', found ", found());
     if (pos_ < end_ && *pos_ == '"') {
       std::string name;
       parseQuoted(name);
@@ -278,6 +277,9 @@ class Parser {
     }
     if (!shaped) fail(start, "expected a type like f32[batch,16] ", context..., ", found ", found());
     std::string_view spelling(start, static_cast<size_t>(p + 1 - start));
+    pos_ = p + 1;
+    // Neighbouring values mostly share a type: compare with the last one before hashing.
+    if (last_type_ && spelling == last_type_->first) return last_type_->second;
     auto cached = type_cache_.find(spelling);
     if (cached == type_cache_.end()) {
       std::optional<TensorType> type = TensorType::parse(spelling);
@@ -292,7 +294,7 @@ class Parser {
       }
       cached = type_cache_.emplace(spelling, std::move(*type)).first;
     }
-    pos_ = p + 1;
+    last_type_ = &*cached;
     return cached->second;
   }
 
@@ -308,12 +310,13 @@ class Parser {
     if (!key.numbered && !(key.name.data() >= begin_ && key.name.data() < end_)) {
       key.name = value->name();
     }
-    auto [it, inserted] = symbols_.try_emplace(key, Binding{value, token.where, depth()});
+    auto [binding, inserted] = symbols_.tryEmplace(key, Binding{value, token.where, depth()});
     if (!inserted) {
       fail(token.where, "duplicate definition of ", spell(key), " (first defined at ",
-           lineColumn(it->second.where), ")");
+           lineColumn(binding->where), ")");
     }
-    scope().defined.push_back(key);
+    // The top-level scope is never popped before the parse ends; no need to remember its keys.
+    if (scopes_.size() > 1) scope().defined.push_back(key);
   }
 
   static std::string valueName(const Key& key) {
@@ -347,8 +350,7 @@ class Parser {
   // The value a use refers to; a name not defined yet gets a placeholder that is
   // replaced when the enclosing graph ends (see popScope()).
   Value* resolve(const ValueToken& token) {
-    auto found_symbol = symbols_.find(token.key);
-    if (found_symbol != symbols_.end()) return found_symbol->second.value;
+    if (Binding* binding = symbols_.find(token.key)) return binding->value;
     auto found_pending = scope().pending.find(token.key);
     if (found_pending != scope().pending.end()) return found_pending->second.placeholder;
     Value* placeholder = forward_refs_.createNode("ForwardReference", {}, 1)->output(0);
@@ -387,9 +389,9 @@ class Parser {
     const uint32_t ending_depth = depth();
     std::vector<std::pair<Key, Pending>> unresolved;
     for (auto& [key, pending] : ending.pending) {
-      auto found_symbol = symbols_.find(key);
-      if (found_symbol != symbols_.end() && found_symbol->second.depth == ending_depth) {
-        pending.placeholder->replaceAllUsesWith(found_symbol->second.value);
+      Binding* binding = symbols_.find(key);
+      if (binding && binding->depth == ending_depth) {
+        pending.placeholder->replaceAllUsesWith(binding->value);
       } else {
         unresolved.emplace_back(key, pending);
       }
@@ -474,8 +476,8 @@ class Parser {
         fail(pos_, "expected a mutable input (%name) after 'update', found ", found());
       }
       ValueToken target_token = parseValueToken();
-      auto target = symbols_.find(target_token.key);
-      Value* input = target == symbols_.end() ? nullptr : target->second.value;
+      Binding* target = symbols_.find(target_token.key);
+      Value* input = target ? target->value : nullptr;
       if (!input || !input->isGraphInput() || input->graph() != &graph) {
         fail(target_token.where, "update target ", spell(target_token.key),
              " is not an input of graph ", label);
@@ -610,14 +612,22 @@ class Parser {
     return result.ec == std::errc() && result.ptr == last;
   }
 
+  static bool looksIntegral(std::string_view token) {
+    if (!token.empty() && token[0] == '-') token.remove_prefix(1);
+    return text::isAllDigits(token);
+  }
+
   // A number in an attribute: an integer, or a float when it has '.', 'e', or is inf/nan.
+  // An integer beyond int64 is an error rather than silently a float.
   Attribute parseNumber(const std::string& attr_name) {
+    skipSpace();
     const char* start = pos_;
     std::string_view token = scanNumber();
     int64_t int_value;
     if (parseInt(token, int_value)) return Attribute(int_value);
     double float_value;
-    if (!token.empty() && parseFloating(token, float_value)) return Attribute(float_value);
+    if (looksIntegral(token)) fail(start, "integer ", token, " in attribute '", attr_name, "' is out of the int64 range");
+    if (parseFloating(token, float_value)) return Attribute(float_value);
     fail(start, "bad number '", token, "' in attribute '", attr_name, "'");
   }
 
@@ -687,16 +697,20 @@ class Parser {
       std::string_view token = scanNumber();
       int64_t int_value;
       double float_value;
-      if (!is_float && parseInt(token, int_value)) {
+      const bool integral = looksIntegral(token);
+      if (integral && !parseInt(token, int_value)) {
+        fail(start, "integer ", token, " in attribute '", name, "' is out of the int64 range");
+      }
+      if (!is_float && integral) {
         ints.push_back(int_value);
+      } else if (integral) {
+        floats.push_back(static_cast<double>(int_value));
       } else if (parseFloating(token, float_value)) {
         if (!is_float) {
           floats.assign(ints.begin(), ints.end());
           is_float = true;
         }
         floats.push_back(float_value);
-      } else if (is_float && parseInt(token, int_value)) {
-        floats.push_back(static_cast<double>(int_value));
       } else {
         pos_ = start;
         fail(start, "expected a number in the list of attribute '", name, "', found ", found());
@@ -787,8 +801,8 @@ class Parser {
         }
         if (!parseElement(*dtype, token, bytes + index * element_size)) {
           pos_ = element_start;
-          fail(element_start, "expected a ", dtypeName(*dtype), " element of tensor<", type_text,
-               ">, found ", found());
+          fail(element_start, "expected an element of type ", dtypeName(*dtype), " in tensor<",
+               type_text, ">, found ", found());
         }
         ++index;
       } while (consume(','));
@@ -858,8 +872,9 @@ class Parser {
   Graph forward_refs_;
   std::unique_ptr<Graph> root_;
   std::vector<Scope> scopes_;
-  std::unordered_map<Key, Binding, KeyHash> symbols_;
+  text::FlatMap<Key, Binding, KeyHash> symbols_;
   std::unordered_map<std::string_view, TensorType> type_cache_;
+  const std::pair<const std::string_view, TensorType>* last_type_ = nullptr;
   std::vector<ValueToken> results_;
   std::deque<std::string> quoted_results_;  // a deque: keys view its strings while it grows
   std::vector<Value*> operands_;

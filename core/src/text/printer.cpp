@@ -5,10 +5,9 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "estuary/support/error.h"
+#include "text/flat_map.h"
 #include "text/syntax.h"
 
 namespace estuary {
@@ -108,7 +107,6 @@ class Printer {
   explicit Printer(const PrintOptions& options) : options_(options) {}
 
   std::string print(const Graph& graph) {
-    names_.reserve(graph.numNodesRecursive() + graph.inputs().size());
     nameValues(graph);
     renameDuplicates();
     printGraphText(graph, 0);
@@ -135,11 +133,14 @@ class Printer {
   }
 
   void nameValue(const Value* value) {
-    PrintedName& name = names_[value];
+    auto [index, inserted] = indices_.tryEmplace(value, static_cast<uint32_t>(names_.size()));
+    if (!inserted) return;
+    names_.emplace_back();
+    PrintedName& name = names_.back();
     const std::string& wanted = value->name();
     if (wanted.empty()) {
       name.number = next_number_++;
-    } else if (taken_.insert(wanted).second) {
+    } else if (taken_.tryEmplace(wanted, true).second) {
       name.text = wanted;
     } else {
       duplicates_.push_back(value);
@@ -155,30 +156,52 @@ class Printer {
         candidate = value->name();
         candidate += '.';
         appendInt(candidate, static_cast<int64_t>(suffix));
-        if (!taken_.count(candidate)) break;
+        if (!taken_.find(candidate)) break;
       }
       invented_.push_back(std::move(candidate));
-      taken_.insert(invented_.back());
-      names_[value].text = invented_.back();
+      taken_.tryEmplace(invented_.back(), true);
+      names_[*indices_.find(value)].text = invented_.back();
     }
     duplicates_.clear();
   }
 
   void appendValue(const Value* value) {
-    auto found = names_.find(value);
-    if (found == names_.end()) {
+    const uint32_t* index = indices_.find(value);
+    if (!index) {
       // A value defined outside the printed graph (printing a subgraph on its own).
       nameValue(value);
       renameDuplicates();
-      found = names_.find(value);
+      index = indices_.find(value);
     }
-    const PrintedName& name = found->second;
+    const PrintedName& name = names_[*index];
     if (name.text.empty()) {
       out_ += '%';
       appendInt(out_, static_cast<int64_t>(name.number));
     } else {
       appendName(out_, '%', name.text);
     }
+  }
+
+  // TensorType::str() without a temporary string per value.
+  void appendType(const TensorType& type) {
+    out_ += dtypeName(type.dtype);
+    if (!type.shape.isRanked()) {
+      out_ += "[*]";
+      return;
+    }
+    out_ += '[';
+    for (size_t i = 0; i < type.shape.rank(); ++i) {
+      if (i) out_ += ',';
+      const Dim& dim = type.shape[i];
+      if (dim.isStatic()) {
+        appendInt(out_, dim.value());
+      } else if (dim.isUnknown()) {
+        out_ += '?';
+      } else {
+        out_ += dim.str();
+      }
+    }
+    out_ += ']';
   }
 
   void indent(int depth) { out_.append(static_cast<size_t>(depth), ' '); }
@@ -193,7 +216,7 @@ class Printer {
       first = false;
       appendValue(input);
       out_ += ": ";
-      out_ += input->type().str();
+      appendType(input->type());
       if (input->isMutableInput()) out_ += " mutable";
     }
     out_ += ") {\n";
@@ -262,7 +285,7 @@ class Printer {
     }
     for (size_t i = 0; i < node.numOutputs(); ++i) {
       out_ += i ? ", " : " : ";
-      out_ += node.output(i)->type().str();
+      appendType(node.output(i)->type());
     }
     if (!node.name().empty()) {
       out_ += " loc(";
@@ -353,8 +376,11 @@ class Printer {
 
   const PrintOptions& options_;
   std::string out_;
-  std::unordered_map<const Value*, PrintedName> names_;
-  std::unordered_set<std::string_view> taken_;
+  // Printed names in definition order, and each value's position in that list; small map
+  // slots keep the lookup for every operand cheap.
+  std::vector<PrintedName> names_;
+  text::FlatMap<const Value*, uint32_t, text::PointerHash> indices_;
+  text::FlatMap<std::string_view, bool, std::hash<std::string_view>> taken_;
   std::vector<const Value*> duplicates_;
   std::deque<std::string> invented_;  // storage for names made by renameDuplicates()
   uint64_t next_number_ = 0;
