@@ -56,7 +56,7 @@ class Attribute {
   const std::vector<double>& asFloats() const;
   const std::vector<std::string>& asStrings() const;
 
-  // Deep equality (tensors by content, graphs by printed form).
+  // Tensors compare by content; subgraphs by identity (two nodes never share one).
   friend bool operator==(const Attribute& a, const Attribute& b);
   friend bool operator!=(const Attribute& a, const Attribute& b) { return !(a == b); }
   size_t hash() const;

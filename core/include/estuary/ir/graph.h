@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "estuary/ir/attribute.h"
@@ -269,7 +270,7 @@ class Graph {
  private:
   friend class Node;
   friend class Value;
-  std::unique_ptr<Graph> cloneInto(std::vector<std::pair<const Value*, Value*>>& map) const;
+  std::unique_ptr<Graph> cloneInto(std::unordered_map<const Value*, Value*>& map) const;
   Node* allocateNode(std::string_view op_type, std::string_view domain);
   void link(Node* node, Node* position);
   void unlink(Node* node);

@@ -1,0 +1,543 @@
+#include "estuary/ir/graph.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "estuary/support/error.h"
+
+namespace estuary {
+
+// --- Value -------------------------------------------------------------------------------
+
+bool Value::isGraphOutput() const {
+  return std::any_of(uses_.begin(), uses_.end(), [](const Use& use) { return use.user->isReturn(); });
+}
+
+void Value::replaceAllUsesWith(Value* replacement) {
+  if (replacement == this) return;
+  // setInput removes the use from this list (swap-with-last), so take from the back.
+  while (!uses_.empty()) {
+    Use use = uses_.back();
+    use.user->setInput(use.operand_index, replacement);
+  }
+}
+
+void Value::replaceUsesWithIf(Value* replacement, const std::function<bool(const Use&)>& predicate) {
+  if (replacement == this) return;
+  std::vector<Use> matching;
+  for (const Use& use : uses_) {
+    if (predicate(use)) matching.push_back(use);
+  }
+  for (const Use& use : matching) use.user->setInput(use.operand_index, replacement);
+}
+
+// --- Node --------------------------------------------------------------------------------
+
+Node::Node(Graph* graph, std::string op_type, std::string domain, uint64_t id)
+    : op_type_(std::move(op_type)), domain_(std::move(domain)), graph_(graph), id_(id) {}
+
+std::string Node::qualifiedOpType() const {
+  return domain_.empty() ? op_type_ : domain_ + "::" + op_type_;
+}
+
+std::string Node::describe() const {
+  if (is_return_) return "the return of graph '" + graph_->name() + "'";
+  if (!name_.empty()) return "node '" + name_ + "' (" + qualifiedOpType() + ")";
+  return "node #" + std::to_string(id_) + " (" + qualifiedOpType() + ")";
+}
+
+void Node::attachUse(uint32_t operand_index) {
+  Operand& operand = operands_[operand_index];
+  if (!operand.value) return;
+  operand.use_index = static_cast<uint32_t>(operand.value->uses_.size());
+  operand.value->uses_.push_back(Use{this, operand_index});
+}
+
+void Node::detachUse(uint32_t operand_index) {
+  Operand& operand = operands_[operand_index];
+  if (!operand.value) return;
+  std::vector<Use>& uses = operand.value->uses_;
+  uint32_t slot = operand.use_index;
+  Use moved = uses.back();
+  uses[slot] = moved;
+  moved.user->operands_[moved.operand_index].use_index = slot;
+  uses.pop_back();
+}
+
+void Node::renumberOperands(size_t from) {
+  for (size_t i = from; i < operands_.size(); ++i) {
+    const Operand& operand = operands_[i];
+    if (operand.value) operand.value->uses_[operand.use_index].operand_index = static_cast<uint32_t>(i);
+  }
+}
+
+std::vector<Value*> Node::inputs() const {
+  std::vector<Value*> values;
+  values.reserve(operands_.size());
+  for (const Operand& operand : operands_) values.push_back(operand.value);
+  return values;
+}
+
+void Node::setInput(size_t i, Value* value) {
+  if (operands_[i].value == value) return;
+  detachUse(static_cast<uint32_t>(i));
+  operands_[i].value = value;
+  attachUse(static_cast<uint32_t>(i));
+}
+
+void Node::addInput(Value* value) { insertInput(operands_.size(), value); }
+
+void Node::insertInput(size_t position, Value* value) {
+  operands_.insert(operands_.begin() + static_cast<ptrdiff_t>(position), Operand{value, 0});
+  renumberOperands(position + 1);
+  attachUse(static_cast<uint32_t>(position));
+}
+
+void Node::removeInput(size_t i) {
+  detachUse(static_cast<uint32_t>(i));
+  operands_.erase(operands_.begin() + static_cast<ptrdiff_t>(i));
+  renumberOperands(i);
+}
+
+void Node::removeAllInputs() {
+  for (size_t i = operands_.size(); i-- > 0;) detachUse(static_cast<uint32_t>(i));
+  operands_.clear();
+}
+
+std::vector<Value*> Node::outputs() const {
+  std::vector<Value*> values;
+  values.reserve(outputs_.size());
+  for (const auto& output : outputs_) values.push_back(output.get());
+  return values;
+}
+
+Value* Node::addOutput(TensorType type, std::string name) {
+  outputs_.emplace_back(new Value(graph_, this, static_cast<uint32_t>(outputs_.size()), std::move(type),
+                                  std::move(name)));
+  return outputs_.back().get();
+}
+
+void Node::removeLastOutput() {
+  if (outputs_.empty()) raise(describe(), ": has no output to remove");
+  if (outputs_.back()->hasUses()) {
+    raise(describe(), ": cannot remove output ", outputs_.size() - 1, ", it still has ",
+          outputs_.back()->uses().size(), " uses");
+  }
+  outputs_.pop_back();
+}
+
+void Node::setAttr(std::string name, Attribute value) {
+  if (value.kind() == AttrKind::Graph) {
+    std::shared_ptr<Graph> subgraph = value.asGraph();
+    if (!subgraph) raise(describe(), ": attribute '", name, "' is a null subgraph");
+    // A subgraph belongs to exactly one node; a graph already owned elsewhere is copied.
+    if (subgraph->parent_node_ && subgraph->parent_node_ != this) {
+      subgraph = std::shared_ptr<Graph>(subgraph->clone());
+    }
+    subgraph->parent_node_ = this;
+    value = Attribute(std::move(subgraph));
+  }
+  attributes_.set(std::move(name), std::move(value));
+}
+
+namespace {
+
+[[noreturn]] void wrongAttrKind(const Node& node, std::string_view name, const Attribute& attr,
+                                AttrKind wanted) {
+  raise(node.describe(), ": attribute '", name, "' is ", attrKindName(attr.kind()), ", expected ",
+        attrKindName(wanted));
+}
+
+}  // namespace
+
+int64_t Node::intAttr(std::string_view name, int64_t fallback) const {
+  const Attribute* attr = attributes_.find(name);
+  if (!attr) return fallback;
+  if (attr->kind() != AttrKind::Int) wrongAttrKind(*this, name, *attr, AttrKind::Int);
+  return attr->asInt();
+}
+
+double Node::floatAttr(std::string_view name, double fallback) const {
+  const Attribute* attr = attributes_.find(name);
+  if (!attr) return fallback;
+  if (attr->kind() != AttrKind::Float && attr->kind() != AttrKind::Int) {
+    wrongAttrKind(*this, name, *attr, AttrKind::Float);
+  }
+  return attr->asFloat();
+}
+
+std::string Node::stringAttr(std::string_view name, std::string fallback) const {
+  const Attribute* attr = attributes_.find(name);
+  if (!attr) return fallback;
+  if (attr->kind() != AttrKind::String) wrongAttrKind(*this, name, *attr, AttrKind::String);
+  return attr->asString();
+}
+
+std::vector<int64_t> Node::intsAttr(std::string_view name, std::vector<int64_t> fallback) const {
+  const Attribute* attr = attributes_.find(name);
+  if (!attr) return fallback;
+  if (attr->kind() != AttrKind::Ints) wrongAttrKind(*this, name, *attr, AttrKind::Ints);
+  return attr->asInts();
+}
+
+std::vector<Graph*> Node::subgraphs() const {
+  std::vector<Graph*> graphs;
+  for (const auto& [name, attr] : attributes_) {
+    if (attr.kind() == AttrKind::Graph) graphs.push_back(attr.asGraph().get());
+  }
+  return graphs;
+}
+
+void Node::moveBefore(Node* position) {
+  if (position == this) return;
+  if (position && position->graph_ != graph_) raise(describe(), ": cannot move it into another graph");
+  graph_->unlink(this);
+  graph_->link(this, position);
+}
+
+void Node::moveAfter(Node* position) {
+  if (position == this) return;
+  if (position->graph_ != graph_) raise(describe(), ": cannot move it into another graph");
+  graph_->unlink(this);
+  graph_->link(this, position->next_);
+}
+
+// --- Graph -------------------------------------------------------------------------------
+
+Graph::Graph(std::string name) : name_(std::move(name)) {
+  return_node_.reset(new Node(this, "return", "", UINT64_MAX));
+  return_node_->is_return_ = true;
+}
+
+Graph::~Graph() {
+  // Subgraphs go first, while every value they may capture from this graph still exists;
+  // then all uses are dropped so that values can be freed in any order.
+  for (Node* node = head_; node; node = node->next_) {
+    for (Graph* subgraph : node->subgraphs()) subgraph->parent_node_ = nullptr;
+    node->attributes_ = AttributeMap();
+  }
+  for (Node* node = head_; node; node = node->next_) node->removeAllInputs();
+  return_node_->removeAllInputs();
+  for (Node* node = head_; node;) {
+    Node* next = node->next_;
+    delete node;
+    node = next;
+  }
+}
+
+Value* Graph::addInput(std::string name, TensorType type, bool is_mutable) {
+  inputs_.emplace_back(new Value(this, nullptr, static_cast<uint32_t>(inputs_.size()), std::move(type),
+                                 std::move(name)));
+  Value* value = inputs_.back().get();
+  value->is_mutable_input_ = is_mutable;
+  input_values_.push_back(value);
+  return value;
+}
+
+void Graph::removeInput(size_t i) {
+  Value* value = input_values_.at(i);
+  if (value->hasUses()) {
+    raise("graph '", name_, "': cannot remove input '", value->name(), "', it still has ",
+          value->uses().size(), " uses");
+  }
+  inputs_.erase(inputs_.begin() + static_cast<ptrdiff_t>(i));
+  input_values_.erase(input_values_.begin() + static_cast<ptrdiff_t>(i));
+  for (size_t k = i; k < inputs_.size(); ++k) inputs_[k]->index_ = static_cast<uint32_t>(k);
+}
+
+void Graph::setInputMutable(Value* input, bool is_mutable) {
+  if (!input->isGraphInput() || input->graph() != this) {
+    raise("graph '", name_, "': value '", input->name(), "' is not an input of this graph");
+  }
+  if (!is_mutable) removeInputUpdate(input);
+  input->is_mutable_input_ = is_mutable;
+}
+
+Value* Graph::output(size_t i) const {
+  if (i >= num_outputs_) raise("graph '", name_, "' has ", num_outputs_, " outputs, asked for #", i);
+  return return_node_->input(i);
+}
+
+std::vector<Value*> Graph::outputs() const {
+  std::vector<Value*> values;
+  values.reserve(num_outputs_);
+  for (size_t i = 0; i < num_outputs_; ++i) values.push_back(return_node_->input(i));
+  return values;
+}
+
+void Graph::addOutput(Value* value) {
+  return_node_->insertInput(num_outputs_, value);
+  ++num_outputs_;
+}
+
+void Graph::setOutput(size_t i, Value* value) {
+  if (i >= num_outputs_) raise("graph '", name_, "' has ", num_outputs_, " outputs, cannot set #", i);
+  return_node_->setInput(i, value);
+}
+
+void Graph::removeOutput(size_t i) {
+  if (i >= num_outputs_) raise("graph '", name_, "' has ", num_outputs_, " outputs, cannot remove #", i);
+  return_node_->removeInput(i);
+  --num_outputs_;
+}
+
+void Graph::setInputUpdate(Value* input, Value* new_value) {
+  if (!input->isGraphInput() || input->graph() != this) {
+    raise("graph '", name_, "': value '", input->name(), "' is not an input of this graph");
+  }
+  if (!input->isMutableInput()) {
+    raise("graph '", name_, "': input '", input->name(), "' is not mutable, it cannot be updated");
+  }
+  auto it = std::find(update_targets_.begin(), update_targets_.end(), input);
+  if (it != update_targets_.end()) {
+    return_node_->setInput(num_outputs_ + static_cast<size_t>(it - update_targets_.begin()), new_value);
+    return;
+  }
+  update_targets_.push_back(input);
+  return_node_->addInput(new_value);
+}
+
+void Graph::removeInputUpdate(Value* input) {
+  auto it = std::find(update_targets_.begin(), update_targets_.end(), input);
+  if (it == update_targets_.end()) return;
+  return_node_->removeInput(num_outputs_ + static_cast<size_t>(it - update_targets_.begin()));
+  update_targets_.erase(it);
+}
+
+Value* Graph::inputUpdate(const Value* input) const {
+  auto it = std::find(update_targets_.begin(), update_targets_.end(), input);
+  if (it == update_targets_.end()) return nullptr;
+  return return_node_->input(num_outputs_ + static_cast<size_t>(it - update_targets_.begin()));
+}
+
+std::vector<Graph::InputUpdate> Graph::inputUpdates() const {
+  std::vector<InputUpdate> updates;
+  updates.reserve(update_targets_.size());
+  for (size_t k = 0; k < update_targets_.size(); ++k) {
+    updates.push_back(InputUpdate{update_targets_[k], return_node_->input(num_outputs_ + k)});
+  }
+  return updates;
+}
+
+Node* Graph::allocateNode(std::string_view op_type, std::string_view domain) {
+  return new Node(this, std::string(op_type), std::string(domain), next_node_id_++);
+}
+
+void Graph::link(Node* node, Node* position) {
+  if (!position) {
+    node->prev_ = tail_;
+    node->next_ = nullptr;
+    if (tail_) tail_->next_ = node; else head_ = node;
+    tail_ = node;
+  } else {
+    node->next_ = position;
+    node->prev_ = position->prev_;
+    if (position->prev_) position->prev_->next_ = node; else head_ = node;
+    position->prev_ = node;
+  }
+  ++num_nodes_;
+}
+
+void Graph::unlink(Node* node) {
+  if (node->prev_) node->prev_->next_ = node->next_; else head_ = node->next_;
+  if (node->next_) node->next_->prev_ = node->prev_; else tail_ = node->prev_;
+  node->prev_ = node->next_ = nullptr;
+  --num_nodes_;
+}
+
+Node* Graph::createNode(std::string_view op_type, const std::vector<Value*>& inputs, size_t num_outputs,
+                        std::string_view domain) {
+  return createNodeBefore(nullptr, op_type, inputs, num_outputs, domain);
+}
+
+Node* Graph::createNodeBefore(Node* position, std::string_view op_type, const std::vector<Value*>& inputs,
+                              size_t num_outputs, std::string_view domain) {
+  if (position && position->graph_ != this) raise("createNodeBefore: position is in another graph");
+  Node* node = allocateNode(op_type, domain);
+  node->operands_.reserve(inputs.size());
+  for (Value* input : inputs) {
+    node->operands_.push_back(Node::Operand{input, 0});
+    node->attachUse(static_cast<uint32_t>(node->operands_.size() - 1));
+  }
+  node->outputs_.reserve(num_outputs);
+  for (size_t i = 0; i < num_outputs; ++i) node->addOutput();
+  link(node, position);
+  return node;
+}
+
+void Graph::eraseNode(Node* node) {
+  if (node->graph_ != this) raise("eraseNode: ", node->describe(), " is not in graph '", name_, "'");
+  for (const auto& output : node->outputs_) {
+    if (output->hasUses()) {
+      raise("cannot erase ", node->describe(), ": its output #", output->index(), " still has ",
+            output->uses().size(), " uses");
+    }
+  }
+  for (Graph* subgraph : node->subgraphs()) subgraph->parent_node_ = nullptr;
+  node->attributes_ = AttributeMap();
+  node->removeAllInputs();
+  unlink(node);
+  delete node;
+}
+
+std::vector<Node*> Graph::nodeList() const {
+  std::vector<Node*> list;
+  list.reserve(num_nodes_);
+  for (Node* node = head_; node; node = node->next_) list.push_back(node);
+  return list;
+}
+
+Graph* Graph::parentGraph() const { return parent_node_ ? parent_node_->graph() : nullptr; }
+
+bool Graph::canSee(const Value* value) const {
+  for (const Graph* graph = this; graph; graph = graph->parentGraph()) {
+    if (value->graph() == graph) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The node of `graph` that contains `user` (itself, or the node owning the subgraph it is
+// nested in), or nullptr when `user` is not inside `graph`.
+Node* ancestorIn(const Graph* graph, Node* user) {
+  while (user && user->graph() != graph) user = user->graph()->parentNode();
+  return user;
+}
+
+}  // namespace
+
+std::vector<Node*> Graph::topologicalOrder() const {
+  std::vector<Node*> list = nodeList();
+  std::unordered_map<const Node*, size_t> position;
+  position.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) position.emplace(list[i], i);
+
+  // Edges producer -> consumer, counting each consumer once per distinct producer edge.
+  std::vector<std::vector<size_t>> consumers(list.size());
+  std::vector<size_t> pending(list.size(), 0);
+  for (size_t i = 0; i < list.size(); ++i) {
+    for (const auto& output : list[i]->outputs_) {
+      for (const Use& use : output->uses_) {
+        Node* consumer = ancestorIn(this, use.user);
+        if (!consumer || consumer->isReturn()) continue;
+        size_t j = position.at(consumer);
+        consumers[i].push_back(j);
+        ++pending[j];
+      }
+    }
+  }
+
+  // Ready nodes leave in list order, so an already sorted list comes back unchanged.
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  std::vector<Node*> order;
+  order.reserve(list.size());
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(list[i]);
+    for (size_t j : consumers[i]) {
+      if (--pending[j] == 0) ready.push(j);
+    }
+  }
+  if (order.size() == list.size()) return order;
+
+  // Walk backwards along unfinished producers until a node repeats: that is a cycle.
+  auto unfinished_producer = [&](Node* node) -> size_t {
+    std::vector<Node*> users{node};  // the node and every node nested in its subgraphs
+    for (size_t k = 0; k < users.size(); ++k) {
+      for (const Node::Operand& operand : users[k]->operands_) {
+        Node* producer = operand.value ? operand.value->producer() : nullptr;
+        if (producer && producer->graph() == this && pending[position.at(producer)] > 0) {
+          return position.at(producer);
+        }
+      }
+      for (Graph* subgraph : users[k]->subgraphs()) {
+        for (Node* inner = subgraph->head_; inner; inner = inner->next_) users.push_back(inner);
+      }
+    }
+    return position.at(node);
+  };
+  size_t start = 0;
+  while (pending[start] == 0) ++start;
+  std::vector<size_t> path;
+  std::vector<int64_t> seen_at(list.size(), -1);
+  size_t current = start;
+  while (seen_at[current] < 0) {
+    seen_at[current] = static_cast<int64_t>(path.size());
+    path.push_back(current);
+    current = unfinished_producer(list[current]);
+  }
+  std::string cycle;
+  for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[current]);) {
+    cycle += list[path[k]]->describe() + " -> ";
+  }
+  cycle += list[current]->describe();
+  raise("graph '", name_, "' has a cycle: ", cycle);
+}
+
+void Graph::sortTopologically() {
+  std::vector<Node*> order = topologicalOrder();
+  head_ = tail_ = nullptr;
+  num_nodes_ = 0;
+  for (Node* node : order) link(node, nullptr);
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  std::unordered_map<const Value*, Value*> map;
+  return cloneInto(map);
+}
+
+std::unique_ptr<Graph> Graph::cloneInto(std::unordered_map<const Value*, Value*>& map) const {
+  auto copy = std::make_unique<Graph>(name_);
+  for (const auto& input : inputs_) {
+    map[input.get()] = copy->addInput(input->name(), input->type(), input->isMutableInput());
+  }
+  // First every node and its outputs, so operands can refer forward; then operands and
+  // subgraphs, which may capture any value of this graph.
+  std::vector<std::pair<const Node*, Node*>> pairs;
+  pairs.reserve(num_nodes_);
+  for (Node* node = head_; node; node = node->next_) {
+    Node* twin = copy->allocateNode(node->op_type_, node->domain_);
+    twin->name_ = node->name_;
+    for (const auto& output : node->outputs_) {
+      map[output.get()] = twin->addOutput(output->type(), output->name());
+    }
+    copy->link(twin, nullptr);
+    pairs.emplace_back(node, twin);
+  }
+  auto mapped = [&map](Value* value) -> Value* {
+    if (!value) return nullptr;
+    auto it = map.find(value);
+    return it == map.end() ? value : it->second;
+  };
+  for (const auto& [node, twin] : pairs) {
+    for (const Node::Operand& operand : node->operands_) twin->addInput(mapped(operand.value));
+    for (const auto& [name, attr] : node->attributes_) {
+      if (attr.kind() == AttrKind::Graph) {
+        twin->setAttr(name, std::shared_ptr<Graph>(attr.asGraph()->cloneInto(map)));
+      } else {
+        twin->attributes_.set(name, attr);
+      }
+    }
+  }
+  for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(mapped(return_node_->input(i)));
+  for (const InputUpdate& update : inputUpdates()) {
+    copy->setInputUpdate(map.at(update.input), mapped(update.new_value));
+  }
+  return copy;
+}
+
+size_t Graph::numNodesRecursive() const {
+  size_t count = num_nodes_;
+  for (Node* node = head_; node; node = node->next_) {
+    for (Graph* subgraph : node->subgraphs()) count += subgraph->numNodesRecursive();
+  }
+  return count;
+}
+
+}  // namespace estuary

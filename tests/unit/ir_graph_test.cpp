@@ -1,0 +1,247 @@
+#include <gtest/gtest.h>
+
+#include <unordered_map>
+
+#include "estuary/ir/graph.h"
+
+namespace estuary {
+namespace {
+
+TensorType f32(std::initializer_list<Dim> dims) { return TensorType(DType::F32, Shape(dims)); }
+
+// Every use points back at an operand holding the value, and every operand has exactly
+// one use: the number of operands naming a value equals the length of its use list.
+void expectUseListsConsistent(const Graph& graph) {
+  std::unordered_map<const Value*, size_t> operand_count;
+  auto count_operands = [&](const Node* node) {
+    for (size_t i = 0; i < node->numInputs(); ++i) {
+      if (node->input(i)) ++operand_count[node->input(i)];
+    }
+  };
+  for (Node* node : graph.nodes()) count_operands(node);
+  count_operands(graph.returnNode());
+  for (const auto& [value, count] : operand_count) {
+    EXPECT_EQ(value->uses().size(), count) << value->name();
+    for (const Use& use : value->uses()) EXPECT_EQ(use.user->input(use.operand_index), value);
+  }
+}
+
+TEST(Graph, BuildsNodesWithUseLists) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({2, 3}));
+  Node* add = graph.createNode("Add", {x, x});
+  Node* relu = graph.createNode("Relu", {add->output()});
+  graph.addOutput(relu->output());
+
+  EXPECT_EQ(graph.numNodes(), 2u);
+  EXPECT_EQ(x->uses().size(), 2u);
+  EXPECT_EQ(add->output()->uses().size(), 1u);
+  EXPECT_TRUE(relu->output()->isGraphOutput());
+  EXPECT_EQ(add->output()->producer(), add);
+  EXPECT_TRUE(x->isGraphInput());
+  expectUseListsConsistent(graph);
+}
+
+TEST(Graph, ReplaceAllUsesRedirectsOutputsToo) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({4}));
+  Node* neg = graph.createNode("Neg", {x});
+  Node* abs = graph.createNode("Abs", {neg->output()});
+  graph.addOutput(neg->output());
+  graph.addOutput(abs->output());
+
+  neg->output()->replaceAllUsesWith(x);
+  EXPECT_FALSE(neg->output()->hasUses());
+  EXPECT_EQ(abs->input(0), x);
+  EXPECT_EQ(graph.output(0), x);
+  graph.eraseNode(neg);
+  EXPECT_EQ(graph.numNodes(), 1u);
+  expectUseListsConsistent(graph);
+}
+
+TEST(Graph, EraseRefusesNodeWithUses) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({4}));
+  Node* neg = graph.createNode("Neg", {x});
+  neg->setName("negate");
+  graph.addOutput(neg->output());
+  try {
+    graph.eraseNode(neg);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("node 'negate' (Neg)"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Graph, OperandEditsKeepUseListsConsistent) {
+  Graph graph;
+  Value* a = graph.addInput("a", f32({1}));
+  Value* b = graph.addInput("b", f32({1}));
+  Node* concat = graph.createNode("Concat", {a, b, a});
+  concat->insertInput(1, b);
+  concat->removeInput(0);
+  concat->addInput(nullptr);
+  concat->setInput(0, a);
+  EXPECT_EQ(concat->inputs(), (std::vector<Value*>{a, b, a, nullptr}));
+  EXPECT_EQ(a->uses().size(), 2u);
+  EXPECT_EQ(b->uses().size(), 1u);
+  graph.addOutput(concat->output());
+  expectUseListsConsistent(graph);
+}
+
+TEST(Graph, ManyUsesOfOneValueStayLinear) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({1}));
+  std::vector<Node*> users;
+  for (int i = 0; i < 100000; ++i) users.push_back(graph.createNode("Neg", {x}));
+  EXPECT_EQ(x->uses().size(), 100000u);
+  for (size_t i = 0; i < users.size(); i += 2) graph.eraseNode(users[i]);
+  EXPECT_EQ(x->uses().size(), 50000u);
+  expectUseListsConsistent(graph);
+}
+
+TEST(Graph, MutableInputUpdates) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({4}));
+  Value* cache = graph.addInput("cache", f32({4}), /*is_mutable=*/true);
+  Node* add = graph.createNode("Add", {cache, x});
+  graph.addOutput(x);
+  graph.setInputUpdate(cache, add->output());
+  EXPECT_EQ(graph.inputUpdate(cache), add->output());
+  EXPECT_TRUE(add->output()->isGraphOutput());
+  // Outputs added later keep the updates after them.
+  graph.addOutput(add->output());
+  EXPECT_EQ(graph.numOutputs(), 2u);
+  EXPECT_EQ(graph.inputUpdates().size(), 1u);
+  EXPECT_EQ(graph.inputUpdates()[0].new_value, add->output());
+  EXPECT_THROW(graph.setInputUpdate(x, add->output()), Error);
+  graph.removeInputUpdate(cache);
+  EXPECT_EQ(graph.inputUpdate(cache), nullptr);
+  expectUseListsConsistent(graph);
+}
+
+TEST(Graph, TopologicalOrderIsStableAndSorts) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({4}));
+  Node* a = graph.createNode("Neg", {x});
+  Node* b = graph.createNode("Abs", {a->output()});
+  Node* c = graph.createNode("Exp", {x});
+  EXPECT_EQ(graph.topologicalOrder(), (std::vector<Node*>{a, b, c}));
+  a->moveAfter(b);  // now out of order
+  EXPECT_EQ(graph.nodeList(), (std::vector<Node*>{b, a, c}));
+  graph.sortTopologically();
+  EXPECT_EQ(graph.nodeList(), (std::vector<Node*>{a, b, c}));
+}
+
+TEST(Graph, CycleIsReportedWithItsNodes) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({4}));
+  Node* a = graph.createNode("Add", {x, x});
+  a->setName("a");
+  Node* b = graph.createNode("Mul", {a->output(), x});
+  b->setName("b");
+  a->setInput(1, b->output());
+  try {
+    graph.topologicalOrder();
+    FAIL() << "expected a cycle error";
+  } catch (const Error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("cycle"), std::string::npos) << message;
+    EXPECT_NE(message.find("node 'a' (Add)"), std::string::npos) << message;
+    EXPECT_NE(message.find("node 'b' (Mul)"), std::string::npos) << message;
+  }
+}
+
+TEST(Graph, SubgraphCapturesCountAsDependencies) {
+  Graph graph;
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  Value* x = graph.addInput("x", f32({4}));
+  auto then_branch = std::make_shared<Graph>("then");
+  Node* if_node = graph.createNode("If", {cond});
+  Node* neg = graph.createNode("Neg", {x});
+  Node* inner = then_branch->createNode("Abs", {neg->output()});  // captures %neg
+  then_branch->addOutput(inner->output());
+  if_node->setAttr("then_branch", then_branch);
+  EXPECT_EQ(then_branch->parentGraph(), &graph);
+  EXPECT_TRUE(then_branch->canSee(neg->output()));
+  EXPECT_EQ(neg->output()->uses().size(), 1u);
+  EXPECT_EQ(graph.topologicalOrder(), (std::vector<Node*>{neg, if_node}));
+  EXPECT_EQ(graph.numNodesRecursive(), 3u);
+}
+
+TEST(Graph, CloneIsDeepAndIndependent) {
+  Graph graph("g");
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  Value* cache = graph.addInput("cache", f32({Dim::symbol("n")}), true);
+  Node* neg = graph.createNode("Neg", {cache});
+  neg->output()->setName("negated");
+  neg->setAttr("alpha", 0.5);
+  Node* if_node = graph.createNode("If", {cond});
+  auto branch = std::make_shared<Graph>("then");
+  Node* inner = branch->createNode("Abs", {neg->output()});
+  branch->addOutput(inner->output());
+  if_node->setAttr("then_branch", branch);
+  graph.addOutput(if_node->output());
+  graph.setInputUpdate(cache, neg->output());
+
+  std::unique_ptr<Graph> copy = graph.clone();
+  ASSERT_EQ(copy->numNodes(), 2u);
+  Node* copied_neg = copy->firstNode();
+  EXPECT_NE(copied_neg, neg);
+  EXPECT_EQ(copied_neg->output()->name(), "negated");
+  EXPECT_EQ(copied_neg->floatAttr("alpha", 0), 0.5);
+  EXPECT_EQ(copied_neg->input(0), copy->input(1));
+  EXPECT_TRUE(copy->input(1)->isMutableInput());
+  EXPECT_EQ(copy->inputUpdate(copy->input(1)), copied_neg->output());
+  Graph* copied_branch = copied_neg->next()->subgraphs().at(0);
+  EXPECT_NE(copied_branch, branch.get());
+  EXPECT_EQ(copied_branch->firstNode()->input(0), copied_neg->output());
+  EXPECT_EQ(copied_branch->parentNode(), copied_neg->next());
+  // The original is untouched.
+  EXPECT_EQ(neg->output()->uses().size(), 2u);
+}
+
+TEST(Graph, SharingASubgraphCopiesIt) {
+  Graph graph;
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  auto branch = std::make_shared<Graph>("b");
+  Node* first = graph.createNode("If", {cond});
+  Node* second = graph.createNode("If", {cond});
+  first->setAttr("then_branch", branch);
+  second->setAttr("then_branch", branch);
+  EXPECT_NE(first->subgraphs()[0], second->subgraphs()[0]);
+  EXPECT_EQ(second->subgraphs()[0]->parentNode(), second);
+}
+
+TEST(Graph, AttributeKindsAreChecked) {
+  Graph graph;
+  Node* node = graph.createNode("Conv", {});
+  node->setAttr("group", 2);
+  node->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  node->setAttr("auto_pad", "NOTSET");
+  EXPECT_EQ(node->intAttr("group", 1), 2);
+  EXPECT_EQ(node->intAttr("missing", 7), 7);
+  EXPECT_EQ(node->intsAttr("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(node->stringAttr("auto_pad", ""), "NOTSET");
+  EXPECT_THROW(node->intAttr("pads", 0), Error);
+  std::vector<std::string> names;
+  for (const auto& entry : node->attributes()) names.push_back(entry.first);
+  EXPECT_EQ(names, (std::vector<std::string>{"auto_pad", "group", "pads"}));
+}
+
+TEST(Tensor, WrapsWithoutCopyingAndComparesContent) {
+  auto storage = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4});
+  Tensor wrapped = Tensor::wrap(DType::F32, {2, 2}, storage->data(), storage);
+  EXPECT_EQ(wrapped.data<float>(), storage->data());
+  EXPECT_EQ(wrapped.byteSize(), 16u);
+  Tensor copy = Tensor::copyOf(DType::F32, {2, 2}, storage->data());
+  EXPECT_NE(copy.data(), wrapped.data());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data()) % 64, 0u);
+  EXPECT_TRUE(copy.contentEquals(wrapped));
+  EXPECT_EQ(copy.contentHash(), wrapped.contentHash());
+  EXPECT_FALSE(copy.contentEquals(Tensor::fromVector<float>(DType::F32, {4}, {1, 2, 3, 4})));
+  EXPECT_THROW(Tensor::fromVector<float>(DType::F32, {3}, {1, 2}), Error);
+}
+
+}  // namespace
+}  // namespace estuary
