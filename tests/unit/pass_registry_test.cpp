@@ -154,7 +154,7 @@ TEST(PassRegistry, CreatedPassKeepsItsPluginAlive) {
 
 TEST(PassRegistry, GlobalHoldsTheCorePasses) {
   PassRegistry& registry = PassRegistry::global();
-  for (const char* name : {"canonicalize", "cse", "dce", "infer-shapes"}) {
+  for (const char* name : {"canonicalize", "cse", "dce", "infer_shapes"}) {
     EXPECT_NE(registry.find(name), nullptr) << name;
   }
   EXPECT_NE(registry.create("canonicalize", {{"disable", std::vector<std::string>{"cast"}}}), nullptr);
@@ -202,9 +202,9 @@ TEST(OptionValues, ParseEachKind) {
 }
 
 TEST(CloseNames, FindsTyposAndContainedNames) {
-  std::vector<std::string> names = {"canonicalize", "cse", "dce", "infer-shapes"};
+  std::vector<std::string> names = {"canonicalize", "cse", "dce", "infer_shapes"};
   EXPECT_EQ(closeNames("cse", names).front(), "cse");
-  EXPECT_EQ(closeNames("infer-shape", names), std::vector<std::string>{"infer-shapes"});
+  EXPECT_EQ(closeNames("infer-shape", names), std::vector<std::string>{"infer_shapes"});
   EXPECT_EQ(closeNames("ces", names).front(), "cse");
   EXPECT_TRUE(closeNames("vectorize", names).empty());
 }

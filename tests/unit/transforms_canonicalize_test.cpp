@@ -218,13 +218,13 @@ graph @main(%x: f32[4]) {
 TEST(Canonicalize, UnknownRuleNameListsTheRules) {
   auto graph = parseGraph("graph @main(%x: f32[4]) {\n  return %x\n}");
   try {
-    canonicalize(*graph, {{"identity", "transpose-pairs"}});
+    canonicalize(*graph, {{"identity", "transpose_pairs"}});
     FAIL() << "no error";
   } catch (const Error& error) {
     EXPECT_THAT(error.what(), testing::HasSubstr(
-                                  "canonicalize: unknown rule 'transpose-pairs' in option 'disable'; "
-                                  "rules: identity, dropout, reshape-chain, transpose, cast, "
-                                  "squeeze-unsqueeze, same-shape"));
+                                  "canonicalize: unknown rule 'transpose_pairs' in option 'disable'; "
+                                  "rules: identity, dropout, reshape_chain, transpose, cast, "
+                                  "squeeze_unsqueeze, same_shape"));
   }
 }
 

@@ -9,8 +9,8 @@ namespace estuary {
 
 const std::vector<std::string>& canonicalizationRules() {
   static const std::vector<std::string> rules = {
-      "identity", "dropout", "reshape-chain", "transpose", "cast", "squeeze-unsqueeze",
-      "same-shape"};
+      "identity", "dropout", "reshape_chain", "transpose", "cast", "squeeze_unsqueeze",
+      "same_shape"};
   return rules;
 }
 
@@ -352,11 +352,11 @@ PassInfo canonicalizePass() {
   PassInfo info;
   info.name = "canonicalize";
   info.description =
-      "Removes no-op ops (Identity, inference Dropout, same-type Cast, same-shape "
+      "Removes no-op ops (Identity, inference Dropout, same-type Cast, same_shape "
       "Reshape/Expand) and folds Reshape chains, Transpose pairs and Squeeze/Unsqueeze pairs.";
   info.options.push_back({"disable", OptionSpec::Kind::StringList, std::vector<std::string>{},
-                          "rules to skip: identity, dropout, reshape-chain, transpose, cast, "
-                          "squeeze-unsqueeze, same-shape"});
+                          "rules to skip: identity, dropout, reshape_chain, transpose, cast, "
+                          "squeeze_unsqueeze, same_shape"});
   info.factory = [](const PassOptions& options) {
     return std::make_unique<CanonicalizePass>(enabledRules(options.getStringList("disable")));
   };

@@ -14,14 +14,14 @@ namespace estuary {
 //   identity           Identity(x) -> x
 //   dropout            Dropout(x) in inference mode (no training_mode, or a constant false)
 //                      -> x, when the mask output is unused
-//   reshape-chain      Reshape(Reshape(x, a), b) -> Reshape(x, b) when b is a constant
+//   reshape_chain      Reshape(Reshape(x, a), b) -> Reshape(x, b) when b is a constant
 //                      without 0 entries (or allowzero=1), which is then independent of a
 //   transpose          Transpose with the identity permutation -> x;
 //                      Transpose(Transpose(x, p), q) -> Transpose(x, p∘q), or x when that is
 //                      the identity
 //   cast               Cast(x, to=T) -> x when x already has element type T
-//   squeeze-unsqueeze  Unsqueeze(Squeeze(x, a), a) -> x and Squeeze(Unsqueeze(x, a), a) -> x
-//   same-shape         Reshape/Expand whose result provably has the shape of its input -> x
+//   squeeze_unsqueeze  Unsqueeze(Squeeze(x, a), a) -> x and Squeeze(Unsqueeze(x, a), a) -> x
+//   same_shape         Reshape/Expand whose result provably has the shape of its input -> x
 const std::vector<std::string>& canonicalizationRules();
 
 struct CanonicalizeOptions {

@@ -1,5 +1,5 @@
 #pragma once
-// The passes built into the core: dce, cse, infer-shapes, canonicalize.
+// The passes built into the core: dce, cse, infer_shapes, canonicalize.
 #include "estuary/pass/pass.h"
 
 namespace estuary {
