@@ -17,6 +17,7 @@ class OpRegistry;
 
 // An option value as written in a pipeline YAML file or on the command line.
 using OptionValue = std::variant<bool, int64_t, double, std::string, std::vector<std::string>>;
+using OptionMap = std::map<std::string, OptionValue, std::less<>>;
 
 struct OptionSpec {
   enum class Kind : uint8_t { Bool, Int, Float, String, StringList };
@@ -25,6 +26,18 @@ struct OptionSpec {
   OptionValue default_value;
   std::string help;
 };
+
+// "bool", "int", "float", "string", "list of strings".
+std::string_view optionKindName(OptionSpec::Kind kind);
+// The same with an article, for messages: "a bool", "an int", "a list of strings".
+std::string optionKindPhrase(OptionSpec::Kind kind);
+// The kind a value holds.
+OptionSpec::Kind optionValueKind(const OptionValue& value);
+// Converts option text (a YAML scalar, a command-line value) to `kind`. A StringList is
+// written "[a, b]" or "a,b". Returns false on text that is not of that kind.
+bool parseOptionValue(OptionSpec::Kind kind, std::string_view text, OptionValue& out);
+// "true", "3", "0.5", "abc", "[a, b]".
+std::string formatOptionValue(const OptionValue& value);
 
 // Options handed to a pass factory: every declared option is present, with its default
 // when the pipeline did not set it.
@@ -36,11 +49,11 @@ class PassOptions {
   const std::string& getString(std::string_view name) const;
   const std::vector<std::string>& getStringList(std::string_view name) const;
   void set(std::string name, OptionValue value) { values_[std::move(name)] = std::move(value); }
-  const std::map<std::string, OptionValue, std::less<>>& values() const { return values_; }
+  const OptionMap& values() const { return values_; }
 
  private:
   const OptionValue& get(std::string_view name) const;
-  std::map<std::string, OptionValue, std::less<>> values_;
+  OptionMap values_;
 };
 
 // What a pass reports back to the pass manager.
@@ -69,6 +82,11 @@ struct PassInfo {
   std::string description;
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Pass>(const PassOptions&)> factory;
+
+  const OptionSpec* findOption(std::string_view option) const;
+  // "its options are: max_iterations (int), disable (list of strings)" or "it takes no
+  // options": the tail of unknown-option messages.
+  std::string describeOptions() const;
 };
 
 class PassRegistry {
@@ -80,13 +98,14 @@ class PassRegistry {
   // alive as long as any pass made by this entry does.
   void add(PassInfo info, std::shared_ptr<const void> keep_alive = nullptr);
   const PassInfo* find(std::string_view name) const;
+  // Like find(), but an unknown name raises an Error listing the closest registered names.
+  const PassInfo& get(std::string_view name) const;
   std::vector<const PassInfo*> all() const;  // sorted by name
 
   // Checks the option names and kinds against the declaration (an Error names the pass,
-  // the option and the expected kind), fills defaults, and creates the pass. The returned
-  // pass keeps its plugin loaded.
-  std::shared_ptr<Pass> create(std::string_view name,
-                               const std::map<std::string, OptionValue, std::less<>>& options) const;
+  // the option and the expected kind), fills defaults, and creates the pass. An int is
+  // accepted for a float option. The returned pass keeps its plugin loaded.
+  std::shared_ptr<Pass> create(std::string_view name, const OptionMap& options) const;
 
  private:
   struct Entry {
@@ -95,5 +114,10 @@ class PassRegistry {
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };
+
+// Names from `candidates` close to `name` (by edit distance), best first: for "did you
+// mean" hints in error messages.
+std::vector<std::string> closeNames(std::string_view name,
+                                    const std::vector<std::string>& candidates);
 
 }  // namespace estuary

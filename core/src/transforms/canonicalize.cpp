@@ -1,0 +1,366 @@
+#include "estuary/transforms/canonicalize.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "estuary/support/error.h"
+
+namespace estuary {
+
+const std::vector<std::string>& canonicalizationRules() {
+  static const std::vector<std::string> rules = {
+      "identity", "dropout", "reshape-chain", "transpose", "cast", "squeeze-unsqueeze",
+      "same-shape"};
+  return rules;
+}
+
+namespace {
+
+enum Rule : unsigned {
+  kIdentity = 1u << 0,
+  kDropout = 1u << 1,
+  kReshapeChain = 1u << 2,
+  kTranspose = 1u << 3,
+  kCast = 1u << 4,
+  kSqueezeUnsqueeze = 1u << 5,
+  kSameShape = 1u << 6,
+};
+
+// The Constant producing `value`, as a tensor.
+const Tensor* constantTensor(const Value* value) {
+  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
+  const Attribute* attribute = value->producer()->attr("value");
+  if (!attribute || attribute->kind() != AttrKind::Tensor) return nullptr;
+  return &attribute->asTensor();
+}
+
+// The elements of a constant integer scalar or vector.
+std::optional<std::vector<int64_t>> constantInts(const Value* value) {
+  if (value && value->producer() && value->producer()->is("Constant")) {
+    if (const Attribute* ints = value->producer()->attr("value_ints");
+        ints && ints->kind() == AttrKind::Ints) {
+      return ints->asInts();
+    }
+  }
+  const Tensor* tensor = constantTensor(value);
+  if (!tensor || tensor->shape().size() > 1) return std::nullopt;
+  auto count = static_cast<size_t>(tensor->numElements());
+  if (tensor->dtype() == DType::I64) {
+    return std::vector<int64_t>(tensor->data<int64_t>(), tensor->data<int64_t>() + count);
+  }
+  if (tensor->dtype() == DType::I32) {
+    return std::vector<int64_t>(tensor->data<int32_t>(), tensor->data<int32_t>() + count);
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> constantBool(const Value* value) {
+  const Tensor* tensor = constantTensor(value);
+  if (!tensor || tensor->dtype() != DType::Bool || tensor->numElements() != 1) return std::nullopt;
+  return *tensor->data<uint8_t>() != 0;
+}
+
+// Squeeze/Unsqueeze axes: the `axes` input (opset 13+) or attribute (earlier opsets).
+std::optional<std::vector<int64_t>> axesOf(const Node& node) {
+  if (const Attribute* axes = node.attr("axes"); axes && axes->kind() == AttrKind::Ints) {
+    return axes->asInts();
+  }
+  if (node.numInputs() > 1 && node.input(1)) return constantInts(node.input(1));
+  return std::nullopt;
+}
+
+// Axes as a sorted set relative to `rank` (when known); nullopt when out of range.
+std::optional<std::vector<int64_t>> normalizedAxes(std::vector<int64_t> axes,
+                                                   std::optional<size_t> rank) {
+  for (int64_t& axis : axes) {
+    if (!rank) continue;
+    auto r = static_cast<int64_t>(*rank);
+    if (axis < -r || axis >= r) return std::nullopt;
+    if (axis < 0) axis += r;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return std::nullopt;
+  return axes;
+}
+
+std::optional<size_t> rankOf(const Value* value) {
+  if (value && value->shape().isRanked()) return value->shape().rank();
+  return std::nullopt;
+}
+
+// A Transpose's permutation; the default (no `perm`) reverses the axes.
+std::optional<std::vector<int64_t>> permutationOf(const Node& node) {
+  std::vector<int64_t> perm;
+  if (const Attribute* attribute = node.attr("perm"); attribute && attribute->kind() == AttrKind::Ints) {
+    perm = attribute->asInts();
+  } else {
+    std::optional<size_t> rank = rankOf(node.input(0));
+    if (!rank) return std::nullopt;
+    for (size_t i = *rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= static_cast<int64_t>(perm.size()) || seen[axis]) return std::nullopt;
+    seen[axis] = true;
+  }
+  return perm;
+}
+
+bool isIdentityPermutation(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+bool sameDims(const Shape& a, const Shape& b) {
+  if (!a.isRanked() || !b.isRanked() || a.rank() != b.rank()) return false;
+  for (size_t i = 0; i < a.rank(); ++i) {
+    if (!a[i].provablyEqual(b[i])) return false;
+  }
+  return true;
+}
+
+class Canonicalizer {
+ public:
+  explicit Canonicalizer(unsigned enabled) : enabled_(enabled) {}
+
+  int64_t run(Graph& graph) {
+    int64_t changes = 0;
+    Node* next = nullptr;
+    for (Node* node = graph.firstNode(); node; node = next) {
+      next = node->next();
+      for (Graph* subgraph : node->subgraphs()) changes += run(*subgraph);
+      changes += rewrite(*node);
+    }
+    return changes;
+  }
+
+ private:
+  bool on(Rule rule) const { return (enabled_ & rule) != 0; }
+
+  // Returns 1 when the node was rewritten (possibly erased).
+  int64_t rewrite(Node& node) {
+    if (!node.domain().empty() || node.numInputs() == 0 || !node.input(0)) return 0;
+    const std::string& op = node.opType();
+    Value* x = node.input(0);
+    if (op == "Identity") {
+      if (on(kIdentity) && node.numOutputs() == 1) return replace(node, x);
+    } else if (op == "Dropout") {
+      if (on(kDropout)) return dropout(node, x);
+    } else if (op == "Cast") {
+      const Attribute* to = node.attr("to");
+      if (on(kCast) && to && to->kind() == AttrKind::Type && x->dtype() != DType::Undefined &&
+          x->dtype() == to->asType()) {
+        return replace(node, x);
+      }
+    } else if (op == "Transpose") {
+      if (on(kTranspose)) return transpose(node, x);
+    } else if (op == "Reshape") {
+      if (on(kSameShape) && reshapeKeepsShape(node, x)) return replace(node, x);
+      if (on(kReshapeChain)) return reshapeChain(node, x);
+    } else if (op == "Expand") {
+      if (on(kSameShape) && expandKeepsShape(node, x)) return replace(node, x);
+    } else if (op == "Squeeze" || op == "Unsqueeze") {
+      if (on(kSqueezeUnsqueeze)) return squeezeUnsqueeze(node, x);
+    }
+    return 0;
+  }
+
+  int64_t dropout(Node& node, Value* x) {
+    if (node.numOutputs() > 1 && node.output(1)->hasUses()) return 0;
+    bool training = false;
+    if (node.numInputs() > 2 && node.input(2)) {
+      std::optional<bool> mode = constantBool(node.input(2));
+      if (!mode) return 0;
+      training = *mode;
+    }
+    return training ? 0 : replace(node, x);
+  }
+
+  int64_t transpose(Node& node, Value* x) {
+    std::optional<std::vector<int64_t>> perm = permutationOf(node);
+    if (!perm) return 0;
+    if (isIdentityPermutation(*perm)) return replace(node, x);
+    Node* inner = x->producer();
+    if (!inner || !inner->is("Transpose") || !inner->input(0)) return 0;
+    std::optional<std::vector<int64_t>> inner_perm = permutationOf(*inner);
+    if (!inner_perm || inner_perm->size() != perm->size()) return 0;
+    std::vector<int64_t> composed(perm->size());
+    for (size_t i = 0; i < perm->size(); ++i) composed[i] = (*inner_perm)[(*perm)[i]];
+    Value* source = inner->input(0);
+    if (isIdentityPermutation(composed)) return replace(node, source);
+    node.setInput(0, source);
+    node.setAttr("perm", composed);
+    eraseIfUnused(inner);
+    return 1;
+  }
+
+  static bool reshapeKeepsShape(const Node& node, const Value* x) {
+    const Shape& in = x->shape();
+    if (!in.isRanked()) return false;
+    if (node.numOutputs() == 1 && sameDims(in, node.output(0)->shape())) return true;
+    if (node.numInputs() < 2) return false;
+    std::optional<std::vector<int64_t>> target = constantInts(node.input(1));
+    if (!target || target->size() != in.rank()) return false;
+    bool allow_zero = node.intAttr("allowzero", 0) != 0;
+    for (size_t i = 0; i < in.rank(); ++i) {
+      int64_t size = (*target)[i];
+      bool copies = size == 0 && !allow_zero;
+      bool equal = in[i].isStatic() && in[i].value() == size;
+      if (!copies && !equal) return false;
+    }
+    return true;
+  }
+
+  static bool expandKeepsShape(const Node& node, const Value* x) {
+    const Shape& in = x->shape();
+    if (!in.isRanked()) return false;
+    if (node.numOutputs() == 1 && sameDims(in, node.output(0)->shape())) return true;
+    if (node.numInputs() < 2) return false;
+    std::optional<std::vector<int64_t>> target = constantInts(node.input(1));
+    if (!target || target->size() > in.rank()) return false;
+    size_t offset = in.rank() - target->size();
+    for (size_t i = 0; i < target->size(); ++i) {
+      int64_t size = (*target)[i];
+      const Dim& dim = in[offset + i];
+      if (size != 1 && !(dim.isStatic() && dim.value() == size)) return false;
+    }
+    return true;
+  }
+
+  int64_t reshapeChain(Node& node, Value* x) {
+    Node* inner = x->producer();
+    if (!inner || !inner->is("Reshape") || !inner->input(0) || node.numInputs() < 2) return 0;
+    if (node.intAttr("allowzero", 0) == 0) {
+      std::optional<std::vector<int64_t>> target = constantInts(node.input(1));
+      if (!target || std::find(target->begin(), target->end(), 0) != target->end()) return 0;
+    }
+    // The node's shape does not depend on what it reshapes, so it can skip every Reshape
+    // above it, including ones that could not be folded themselves.
+    Value* source = inner->input(0);
+    while (source->producer() && source->producer()->is("Reshape") && source->producer()->input(0)) {
+      source = source->producer()->input(0);
+    }
+    node.setInput(0, source);
+    eraseIfUnused(inner);
+    return 1;
+  }
+
+  int64_t squeezeUnsqueeze(Node& node, Value* x) {
+    Node* inner = x->producer();
+    bool unsqueeze = node.is("Unsqueeze");
+    if (!inner || !inner->is(unsqueeze ? "Squeeze" : "Unsqueeze") || !inner->input(0)) return 0;
+    std::optional<std::vector<int64_t>> outer_axes = axesOf(node);
+    std::optional<std::vector<int64_t>> inner_axes = axesOf(*inner);
+    if (!outer_axes || !inner_axes) return 0;
+    // Both axis lists index the same rank: the un-squeezed one.
+    std::optional<size_t> rank;
+    if (unsqueeze) {
+      rank = rankOf(inner->input(0));
+      if (!rank) rank = rankOf(node.output(0));
+    } else {
+      rank = rankOf(x);
+      if (!rank && rankOf(inner->input(0))) rank = *rankOf(inner->input(0)) + inner_axes->size();
+    }
+    std::optional<std::vector<int64_t>> a = normalizedAxes(*outer_axes, rank);
+    std::optional<std::vector<int64_t>> b = normalizedAxes(*inner_axes, rank);
+    if (!a || !b || *a != *b) return 0;
+    return replace(node, inner->input(0));
+  }
+
+  // Redirects the uses of the node's first result to `replacement` and erases the node
+  // (its other results must be unused).
+  int64_t replace(Node& node, Value* replacement) {
+    for (size_t i = 1; i < node.numOutputs(); ++i) {
+      if (node.output(i)->hasUses()) return 0;
+    }
+    Value* old = node.output(0);
+    // A graph output keeps its name (callers bind outputs by name); the value taking its
+    // place is an intermediate or lives on under the new name.
+    if (old->isGraphOutput() && !old->name().empty() && !replacement->isGraphInput() &&
+        !replacement->isGraphOutput() && replacement->graph() == old->graph()) {
+      replacement->setName(old->name());
+    }
+    old->replaceAllUsesWith(replacement);
+    eraseIfUnused(&node);
+    return 1;
+  }
+
+  // Erases `node` if nothing uses it any more, then its producers that this left unused.
+  // They all precede the node being rewritten, so the walk's next node is never touched.
+  void eraseIfUnused(Node* node) {
+    std::vector<Node*> pending{node};
+    while (!pending.empty()) {
+      Node* candidate = pending.back();
+      pending.pop_back();
+      bool used = false;
+      for (size_t i = 0; i < candidate->numOutputs() && !used; ++i) {
+        used = candidate->output(i)->hasUses();
+      }
+      if (used || !candidate->subgraphs().empty()) continue;
+      std::vector<Node*> producers;
+      for (size_t i = 0; i < candidate->numInputs(); ++i) {
+        Value* input = candidate->input(i);
+        if (input && input->producer()) producers.push_back(input->producer());
+      }
+      candidate->graph()->eraseNode(candidate);
+      for (Node* producer : producers) {
+        if (std::find(pending.begin(), pending.end(), producer) == pending.end()) {
+          pending.push_back(producer);
+        }
+      }
+    }
+  }
+
+  unsigned enabled_;
+};
+
+unsigned enabledRules(const std::vector<std::string>& disabled) {
+  const std::vector<std::string>& rules = canonicalizationRules();
+  unsigned enabled = (1u << rules.size()) - 1;
+  for (const std::string& name : disabled) {
+    auto it = std::find(rules.begin(), rules.end(), name);
+    if (it == rules.end()) {
+      std::string valid;
+      for (const std::string& rule : rules) valid += (valid.empty() ? "" : ", ") + rule;
+      raise("canonicalize: unknown rule '", name, "' in option 'disable'; rules: ", valid);
+    }
+    enabled &= ~(1u << (it - rules.begin()));
+  }
+  return enabled;
+}
+
+class CanonicalizePass : public Pass {
+ public:
+  explicit CanonicalizePass(unsigned enabled) : enabled_(enabled) {}
+  PassResult run(Graph& graph, PassContext&) override {
+    return {Canonicalizer(enabled_).run(graph)};
+  }
+
+ private:
+  unsigned enabled_;
+};
+
+}  // namespace
+
+int64_t canonicalize(Graph& graph, const CanonicalizeOptions& options) {
+  return Canonicalizer(enabledRules(options.disabled)).run(graph);
+}
+
+PassInfo canonicalizePass() {
+  PassInfo info;
+  info.name = "canonicalize";
+  info.description =
+      "Removes no-op ops (Identity, inference Dropout, same-type Cast, same-shape "
+      "Reshape/Expand) and folds Reshape chains, Transpose pairs and Squeeze/Unsqueeze pairs.";
+  info.options.push_back({"disable", OptionSpec::Kind::StringList, std::vector<std::string>{},
+                          "rules to skip: identity, dropout, reshape-chain, transpose, cast, "
+                          "squeeze-unsqueeze, same-shape"});
+  info.factory = [](const PassOptions& options) {
+    return std::make_unique<CanonicalizePass>(enabledRules(options.getStringList("disable")));
+  };
+  return info;
+}
+
+}  // namespace estuary

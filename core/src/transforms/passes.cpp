@@ -1,0 +1,17 @@
+#include "estuary/transforms/passes.h"
+
+#include "estuary/transforms/canonicalize.h"
+#include "estuary/transforms/cse.h"
+#include "estuary/transforms/dce.h"
+#include "estuary/transforms/shape_inference.h"
+
+namespace estuary {
+
+void registerCorePasses(PassRegistry& registry) {
+  registry.add(canonicalizePass());
+  registry.add(commonSubexpressionEliminationPass());
+  registry.add(deadCodeEliminationPass());
+  registry.add(shapeInferencePass());
+}
+
+}  // namespace estuary
