@@ -22,4 +22,8 @@ class PatternPass : public Pass {
   RewriteStats last_stats_;
 };
 
+// Registers apply_patterns, which applies the patterns of pattern files (option `files`,
+// a list of paths; see docs/patterns.md) to a fixed point.
+void registerPatternPasses(PassRegistry& registry);
+
 }  // namespace estuary
