@@ -86,7 +86,7 @@ passes:
   EXPECT_EQ(pipeline.settings.dump_dir, "/tmp/dumps");
   ASSERT_EQ(pipeline.steps.size(), 4u);
   EXPECT_EQ(pipeline.steps[0].name, "cse");
-  EXPECT_EQ(pipeline.steps[0].origin, "test.yaml:9:5");
+  EXPECT_EQ(pipeline.steps[0].origin, "test.yaml:8:5");
   const PipelineStep& tile = pipeline.steps[1];
   EXPECT_EQ(std::get<int64_t>(tile.options.at("depth")), 5);
   EXPECT_DOUBLE_EQ(std::get<double>(tile.options.at("ratio")), 2.0);
@@ -137,7 +137,7 @@ TEST_F(PipelineYaml, UnknownPassSuggestsCloseNames) {
   EXPECT_THAT(errorOf("passes:\n  - cse\n  - canonicalise\n"),
               HasSubstr("test.yaml:3:5: unknown pass 'canonicalise'; did you mean: canonicalize"));
   EXPECT_THAT(errorOf("passes:\n  - pass: dse\n"),
-              HasSubstr("test.yaml:2:11: unknown pass 'dse'; did you mean: dce, cse"));
+              HasSubstr("test.yaml:2:11: unknown pass 'dse'; did you mean: cse, dce"));
 }
 
 TEST_F(PipelineYaml, UnknownOptionListsTheValidOnes) {
@@ -183,7 +183,7 @@ TEST_F(PipelineYaml, MalformedGroups) {
   EXPECT_THAT(errorOf("passes:\n  - group: g\n    max_iterations: 0\n    passes: [cse]\n"),
               HasSubstr("test.yaml:3:21: 'max_iterations' must be a positive integer"));
   EXPECT_THAT(errorOf("passes:\n  - group: g\n    passes: [cse, nope]\n"),
-              HasSubstr("test.yaml:3:20: unknown pass 'nope'"));
+              HasSubstr("test.yaml:3:19: unknown pass 'nope'"));
 }
 
 TEST_F(PipelineYaml, MalformedDocuments) {

@@ -43,7 +43,7 @@ class YamlReader {
     try {
       return YAML::Load(std::string(text));
     } catch (const YAML::ParserException& error) {
-      raise(at(error.mark), "invalid YAML: ", error.msg);
+      raise(at(error.mark), ": invalid YAML: ", error.msg);
     }
   }
 
