@@ -585,10 +585,10 @@ class Driver {
   template <typename Where>
   void checkReplacementInput(const Where& where, Value* input) {
     if (!input) return;
-    for (uint32_t result : current_->pattern->resultIds()) {
-      if (values_[result] == input) {
-        raise(where(), ": the replacement uses result ", &result - current_->pattern->resultIds().data(),
-              " of the match, which it replaces");
+    const std::vector<uint32_t>& results = current_->pattern->resultIds();
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (values_[results[i]] == input) {
+        raise(where(), ": the replacement uses result ", i, " of the match, which it replaces");
       }
     }
     Node* producer = input->producer();
@@ -598,21 +598,19 @@ class Driver {
     }
   }
 
+  // Types of the new nodes, from their schemas, merged into what the replacement set.
   template <typename Where>
   void inferCreated(const Where& where, const std::vector<Node*>& created) {
+    known_values_.clear();
     for (Node* node : created) {
-      bool needed = false;
-      for (Value* output : node->outputs()) needed |= output->dtype() == DType::Undefined;
-      bool inputs_known = true;
-      for (Value* input : node->inputs()) inputs_known &= !input || input->type().isKnown();
-      if (!needed || !inputs_known) continue;
       try {
-        inferNode(*node, registry_);
+        inferNode(*node, known_values_, registry_);
       } catch (const Error& error) {
         raise(where(), ": the replacement built ", node->describe(),
-              ", whose types cannot be inferred: ", error.what());
+              ", whose types do not check: ", error.what());
       }
     }
+    known_values_.clear();
   }
 
   void eraseIfDead(Node* start) {
@@ -687,6 +685,7 @@ class Driver {
   std::vector<std::pair<Node*, uint64_t>> stack_;
   std::vector<std::pair<Node*, uint64_t>> seeds_;
   std::vector<uint64_t> matched_ids_;
+  KnownValueMap known_values_;
   std::vector<size_t> order_;
 
   const CompiledPattern* current_ = nullptr;

@@ -63,6 +63,7 @@ class PatternValue {
 
  private:
   friend class Pattern;
+  friend class PatternNode;
   PatternValue(const Pattern* pattern, uint32_t id) : pattern_(pattern), id_(id) {}
   const Pattern* pattern_ = nullptr;
   uint32_t id_ = 0;
