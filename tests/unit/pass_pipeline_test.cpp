@@ -296,3 +296,52 @@ TEST(PassSwitchFile, Errors) {
 
 }  // namespace
 }  // namespace estuary
+
+namespace estuary {
+namespace {
+
+std::string pipelineError(const std::string& yaml) {
+  try {
+    parsePipelineYaml(yaml, "plugins.yaml", ESTUARY_SOURCE_DIR "/configs");
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST(PipelinePlugins, AreLoadedBeforeTheirPassesAreLookedUp) {
+  Pipeline pipeline = parsePipelineYaml(
+      "plugins: [fusion_add_rms_norm]\npasses:\n  - pass: fuse_add_rms_norm\n"
+      "    options: {last_dim_multiple_of: 16}\n",
+      "plugins.yaml", ESTUARY_SOURCE_DIR "/configs");
+  EXPECT_EQ(pipeline.plugins, std::vector<std::string>{"fusion_add_rms_norm"});
+  ASSERT_EQ(pipeline.steps.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(pipeline.steps[0].options.at("last_dim_multiple_of")), 16);
+}
+
+TEST(PipelinePlugins, AMissingPluginNamesTheYamlLineAndThePlugin) {
+  std::string message = pipelineError("passes: [dce]\nplugins:\n  - fusion_nonexistent\n");
+  EXPECT_THAT(message, HasSubstr("plugins.yaml:3:5: "));
+  EXPECT_THAT(message, HasSubstr("fusion_nonexistent"));
+}
+
+TEST(PipelinePlugins, APluginPathThatIsNotASharedObjectIsRefused) {
+  // A path relative to the pipeline's directory: this README is there but is no plugin.
+  std::string message = pipelineError("plugins: [./README.md]\npasses: [dce]\n");
+  EXPECT_THAT(message, HasSubstr("plugins.yaml:1:11: "));
+  EXPECT_THAT(message, HasSubstr("README.md"));
+}
+
+TEST(ShippedPipelines, AllLoadWithTheCoreAndPluginPasses) {
+  for (const char* name : {"O0", "O1", "O2", "debug"}) {
+    Pipeline pipeline = loadPipelineFile(std::string(ESTUARY_SOURCE_DIR) + "/configs/" + name + ".yaml");
+    EXPECT_EQ(pipeline.name, name);
+    EXPECT_FALSE(pipeline.steps.empty());
+  }
+  Pipeline debug = loadPipelineFile(ESTUARY_SOURCE_DIR "/configs/debug.yaml");
+  EXPECT_TRUE(debug.settings.debug);
+  EXPECT_TRUE(debug.settings.verify);
+}
+
+}  // namespace
+}  // namespace estuary
