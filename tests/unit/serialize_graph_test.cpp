@@ -169,6 +169,21 @@ TEST(Serialize, LargeTensorsGoToAnAlignedSideFileAndLoadWithoutCopies) {
   EXPECT_EQ(weight.data<float>()[999], 999 * 0.25f);
 }
 
+TEST(Serialize, SavingOverTheLoadedFileKeepsItsTensorsValid) {
+  const std::string path = tempPath("overwrite.estb");
+  saveGraph(*graphWithWeights(), path);
+  auto loaded = loadGraph(path);
+  const Tensor weight = loaded->firstNode()->attr("value")->asTensor();
+  loaded->firstNode()->setName("renamed");
+  saveGraph(*loaded, path);  // the side file being written is the one `weight` maps
+  EXPECT_EQ(weight.data<float>()[999], 999 * 0.25f);
+  auto again = loadGraph(path);
+  EXPECT_EQ(printGraph(*again), printGraph(*loaded));
+  EXPECT_EQ(again->firstNode()->name(), "renamed");
+  std::remove(path.c_str());
+  std::remove((path + ".weights").c_str());
+}
+
 TEST(Serialize, SharedBuffersAreStoredOnce) {
   auto graph = graphWithWeights();
   Tensor shared = graph->firstNode()->attr("value")->asTensor();
