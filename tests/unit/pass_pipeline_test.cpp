@@ -86,7 +86,7 @@ passes:
   EXPECT_EQ(pipeline.settings.dump_dir, "/tmp/dumps");
   ASSERT_EQ(pipeline.steps.size(), 4u);
   EXPECT_EQ(pipeline.steps[0].name, "cse");
-  EXPECT_EQ(pipeline.steps[0].origin, "test.yaml:9:5");
+  EXPECT_EQ(pipeline.steps[0].origin, "test.yaml:8:5");
   const PipelineStep& tile = pipeline.steps[1];
   EXPECT_EQ(std::get<int64_t>(tile.options.at("depth")), 5);
   EXPECT_DOUBLE_EQ(std::get<double>(tile.options.at("ratio")), 2.0);
@@ -137,7 +137,7 @@ TEST_F(PipelineYaml, UnknownPassSuggestsCloseNames) {
   EXPECT_THAT(errorOf("passes:\n  - cse\n  - canonicalise\n"),
               HasSubstr("test.yaml:3:5: unknown pass 'canonicalise'; did you mean: canonicalize"));
   EXPECT_THAT(errorOf("passes:\n  - pass: dse\n"),
-              HasSubstr("test.yaml:2:11: unknown pass 'dse'; did you mean: dce, cse"));
+              HasSubstr("test.yaml:2:11: unknown pass 'dse'; did you mean: cse, dce"));
 }
 
 TEST_F(PipelineYaml, UnknownOptionListsTheValidOnes) {
@@ -183,7 +183,7 @@ TEST_F(PipelineYaml, MalformedGroups) {
   EXPECT_THAT(errorOf("passes:\n  - group: g\n    max_iterations: 0\n    passes: [cse]\n"),
               HasSubstr("test.yaml:3:21: 'max_iterations' must be a positive integer"));
   EXPECT_THAT(errorOf("passes:\n  - group: g\n    passes: [cse, nope]\n"),
-              HasSubstr("test.yaml:3:20: unknown pass 'nope'"));
+              HasSubstr("test.yaml:3:19: unknown pass 'nope'"));
 }
 
 TEST_F(PipelineYaml, MalformedDocuments) {
@@ -292,6 +292,55 @@ TEST(PassSwitchFile, Errors) {
     }
     return std::string();
   }(), HasSubstr("cannot open the pass switch file"));
+}
+
+}  // namespace
+}  // namespace estuary
+
+namespace estuary {
+namespace {
+
+std::string pipelineError(const std::string& yaml) {
+  try {
+    parsePipelineYaml(yaml, "plugins.yaml", ESTUARY_SOURCE_DIR "/configs");
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST(PipelinePlugins, AreLoadedBeforeTheirPassesAreLookedUp) {
+  Pipeline pipeline = parsePipelineYaml(
+      "plugins: [fusion_add_rms_norm]\npasses:\n  - pass: fuse_add_rms_norm\n"
+      "    options: {last_dim_multiple_of: 16}\n",
+      "plugins.yaml", ESTUARY_SOURCE_DIR "/configs");
+  EXPECT_EQ(pipeline.plugins, std::vector<std::string>{"fusion_add_rms_norm"});
+  ASSERT_EQ(pipeline.steps.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(pipeline.steps[0].options.at("last_dim_multiple_of")), 16);
+}
+
+TEST(PipelinePlugins, AMissingPluginNamesTheYamlLineAndThePlugin) {
+  std::string message = pipelineError("passes: [dce]\nplugins:\n  - fusion_nonexistent\n");
+  EXPECT_THAT(message, HasSubstr("plugins.yaml:3:5: "));
+  EXPECT_THAT(message, HasSubstr("fusion_nonexistent"));
+}
+
+TEST(PipelinePlugins, APluginPathThatIsNotASharedObjectIsRefused) {
+  // A path relative to the pipeline's directory: this README is there but is no plugin.
+  std::string message = pipelineError("plugins: [./README.md]\npasses: [dce]\n");
+  EXPECT_THAT(message, HasSubstr("plugins.yaml:1:11: "));
+  EXPECT_THAT(message, HasSubstr("README.md"));
+}
+
+TEST(ShippedPipelines, AllLoadWithTheCoreAndPluginPasses) {
+  for (const char* name : {"O0", "O1", "O2", "debug"}) {
+    Pipeline pipeline = loadPipelineFile(std::string(ESTUARY_SOURCE_DIR) + "/configs/" + name + ".yaml");
+    EXPECT_EQ(pipeline.name, name);
+    EXPECT_FALSE(pipeline.steps.empty());
+  }
+  Pipeline debug = loadPipelineFile(ESTUARY_SOURCE_DIR "/configs/debug.yaml");
+  EXPECT_TRUE(debug.settings.debug);
+  EXPECT_TRUE(debug.settings.verify);
 }
 
 }  // namespace

@@ -6,6 +6,17 @@
 namespace estuary {
 namespace {
 
+// A condition or trip count: one element, as a scalar or a [1] tensor.
+void checkSingleElement(const InferenceContext& context, size_t input) {
+  const Shape& shape = context.inputShape(input);
+  if (!context.hasInput(input) || !shape.isRanked()) return;
+  Dim count = shape.numElements();
+  if (shape.rank() > 1 || (count.isStatic() && count.value() != 1)) {
+    context.fail("input ", input, " '", context.schema().inputs()[input].name,
+                 "' must hold one element, got ", shape.str());
+  }
+}
+
 Graph& subgraph(const InferenceContext& context, std::string_view name) {
   return *context.attr(name)->asGraph();
 }
@@ -30,7 +41,7 @@ TensorType generalize(const InferenceContext& context, const TensorType& a, cons
 }
 
 void inferIf(InferenceContext& context) {
-  checkRank(context, 0, 0, 1);
+  checkSingleElement(context, 0);
   std::vector<TensorType> then_types = context.inferSubgraph(subgraph(context, "then_branch"), {});
   std::vector<TensorType> else_types = context.inferSubgraph(subgraph(context, "else_branch"), {});
   if (then_types.size() != else_types.size() || then_types.size() != context.numOutputs()) {
@@ -43,8 +54,8 @@ void inferIf(InferenceContext& context) {
 }
 
 void inferLoop(InferenceContext& context) {
-  checkRank(context, 0, 0, 1);
-  checkRank(context, 1, 0, 1);
+  checkSingleElement(context, 0);
+  checkSingleElement(context, 1);
   Graph& body = subgraph(context, "body");
   size_t carried = context.numInputs() - 2;
   if (body.inputs().size() != carried + 2) {

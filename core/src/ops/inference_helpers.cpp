@@ -1,6 +1,7 @@
 #include "estuary/ops/inference_helpers.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace estuary {
 
@@ -69,6 +70,10 @@ void checkRank(const InferenceContext& context, size_t input, size_t min_rank, s
         input, context.schema().inputs().size() - 1)];
     if (min_rank == max_rank) {
       context.fail("input ", input, " '", spec.name, "' must have rank ", min_rank, ", got ",
+                   shape.str());
+    }
+    if (max_rank == SIZE_MAX) {
+      context.fail("input ", input, " '", spec.name, "' must have rank >= ", min_rank, ", got ",
                    shape.str());
     }
     context.fail("input ", input, " '", spec.name, "' must have rank ", min_rank, " to ",

@@ -235,6 +235,7 @@ void inferSplit(InferenceContext& context) {
 
 // ONNX Slice on an axis of static size n: the number of elements taken.
 int64_t sliceLength(int64_t n, int64_t start, int64_t end, int64_t step) {
+  if (n == 0) return 0;
   if (start < 0) start += n;
   if (end < 0) end += n;
   if (step > 0) {
@@ -313,7 +314,7 @@ void inferSlice(InferenceContext& context) {
   context.setOutputShape(0, Shape(std::move(dims)));
   // Data propagation: a slice of a known 1-D tensor.
   std::optional<std::vector<SymInt>> values = context.knownValues(0);
-  if (x.rank() != 1 || !values) return;
+  if (x.rank() != 1 || count != 1 || !values || values->empty()) return;
   int64_t n = static_cast<int64_t>(values->size());
   int64_t start = (*starts)[0], end = (*ends)[0], step = steps[0];
   if (start < 0) start += n;

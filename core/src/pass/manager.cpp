@@ -231,7 +231,7 @@ int64_t PassManager::runPass(const Step& step, Graph& graph, const std::string& 
   record.name = name;
   record.group = group;
   record.iteration = iteration;
-  record.nodes_before = graph.numNodesRecursive();
+  record.nodes_before = graph.numNodes();
   if (debug_) dump(graph, "before", name);
   auto start = std::chrono::steady_clock::now();
   PassResult result;
@@ -245,7 +245,7 @@ int64_t PassManager::runPass(const Step& step, Graph& graph, const std::string& 
   }
   record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record.changes = result.changes;
-  record.nodes_after = graph.numNodesRecursive();
+  record.nodes_after = graph.numNodes();
   records_.push_back(record);
   record_steps_.push_back(&step);
   if (debug_) dump(graph, "after", name);

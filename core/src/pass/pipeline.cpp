@@ -43,7 +43,7 @@ class YamlReader {
     try {
       return YAML::Load(std::string(text));
     } catch (const YAML::ParserException& error) {
-      raise(at(error.mark), "invalid YAML: ", error.msg);
+      raise(at(error.mark), ": invalid YAML: ", error.msg);
     }
   }
 
@@ -253,7 +253,7 @@ Pipeline parsePipelineYaml(std::string_view yaml, const std::string& source_name
   pipeline.base_dir = base_dir;
   pipeline.name = std::filesystem::path(source_name).stem().string();
   const YAML::Node* passes = nullptr;
-  // Plugins are loaded before the passes are parsed, because they register passes.
+  std::vector<YAML::Node> plugin_nodes;
   for (const auto& [key, value] : fields) {
     const std::string& field = key.Scalar();
     if (field == "name") {
@@ -265,6 +265,7 @@ Pipeline parsePipelineYaml(std::string_view yaml, const std::string& source_name
       if (!value.IsSequence()) reader.fail(value, "'plugins' must be a list of plugin names or paths");
       for (const YAML::Node& plugin : value) {
         pipeline.plugins.push_back(reader.scalar(plugin, "a plugin name"));
+        plugin_nodes.push_back(plugin);
       }
     } else if (field == "settings") {
       if (value.IsNull()) continue;
@@ -285,10 +286,13 @@ Pipeline parsePipelineYaml(std::string_view yaml, const std::string& source_name
     }
   }
   if (!passes) raise(source_name, ": the pipeline has no 'passes' list");
-  try {
-    loadPipelinePlugins(pipeline);
-  } catch (const Error& error) {
-    raise(source_name, ": ", error.what());
+  // Plugins are loaded before the passes are parsed, because they register passes.
+  for (size_t i = 0; i < plugin_nodes.size(); ++i) {
+    try {
+      PluginLoader::global().load(pipeline.plugins[i], pipeline.base_dir);
+    } catch (const Error& error) {
+      reader.fail(plugin_nodes[i], error.what());
+    }
   }
   pipeline.steps = PipelineParser(reader, registry).steps(*passes, "'passes'");
   return pipeline;

@@ -16,7 +16,8 @@ class FlatMap {
 
   size_t size() const { return size_; }
 
-  V* find(const K& key) {
+  V* find(const K& key) { return const_cast<V*>(std::as_const(*this).find(key)); }
+  const V* find(const K& key) const {
     size_t slot = hash_(key) & mask_;
     while (slots_[slot].used) {
       if (equal_(slots_[slot].key, key)) return &slots_[slot].value;

@@ -113,6 +113,13 @@ bool isIdentityPermutation(const std::vector<int64_t>& perm) {
   return true;
 }
 
+bool hasSubgraphs(const Node& node) {
+  for (const auto& [name, attribute] : node.attributes()) {
+    if (attribute.kind() == AttrKind::Graph) return true;
+  }
+  return false;
+}
+
 bool sameDims(const Shape& a, const Shape& b) {
   if (!a.isRanked() || !b.isRanked() || a.rank() != b.rank()) return false;
   for (size_t i = 0; i < a.rank(); ++i) {
@@ -130,7 +137,9 @@ class Canonicalizer {
     Node* next = nullptr;
     for (Node* node = graph.firstNode(); node; node = next) {
       next = node->next();
-      for (Graph* subgraph : node->subgraphs()) changes += run(*subgraph);
+      if (hasSubgraphs(*node)) {
+        for (Graph* subgraph : node->subgraphs()) changes += run(*subgraph);
+      }
       changes += rewrite(*node);
     }
     return changes;
@@ -298,7 +307,7 @@ class Canonicalizer {
       for (size_t i = 0; i < candidate->numOutputs() && !used; ++i) {
         used = candidate->output(i)->hasUses();
       }
-      if (used || !candidate->subgraphs().empty()) continue;
+      if (used || hasSubgraphs(*candidate)) continue;
       std::vector<Node*> producers;
       for (size_t i = 0; i < candidate->numInputs(); ++i) {
         Value* input = candidate->input(i);

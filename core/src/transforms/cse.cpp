@@ -4,7 +4,6 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "estuary/ops/schema.h"
@@ -192,18 +191,11 @@ class CommonSubexpressionElimination {
     return erased;
   }
 
-  bool pure(const Node& node) {
-    // Schema lookups build qualified names; remember the answer per op.
-    std::string key = node.domain().empty() ? node.opType() : node.qualifiedOpType();
-    auto it = purity_.find(key);
-    if (it != purity_.end()) return it->second;
-    bool result = !isRandom(node) && ops_.find(node.opType(), node.domain()) != nullptr;
-    purity_.emplace(std::move(key), result);
-    return result;
+  bool pure(const Node& node) const {
+    return !isRandom(node) && ops_.find(node.opType(), node.domain()) != nullptr;
   }
 
   const OpRegistry& ops_;
-  std::unordered_map<std::string, bool> purity_;
 };
 
 class CsePass : public Pass {

@@ -1,5 +1,6 @@
 #include "estuary/transforms/passes.h"
 
+#include "estuary/rewrite/pattern_pass.h"
 #include "estuary/transforms/canonicalize.h"
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
@@ -12,6 +13,7 @@ void registerCorePasses(PassRegistry& registry) {
   registry.add(commonSubexpressionEliminationPass());
   registry.add(deadCodeEliminationPass());
   registry.add(shapeInferencePass());
+  registerPatternPasses(registry);
 }
 
 }  // namespace estuary

@@ -27,7 +27,8 @@ Dim unifyDims(const InferenceContext& context, const Dim& a, const Dim& b, std::
 size_t normalizeAxis(const InferenceContext& context, int64_t axis, size_t rank,
                      std::string_view what);
 
-// Fails unless input `input` is absent, unranked, or has a rank in [min_rank, max_rank].
+// Fails unless input `input` is absent, unranked, or has a rank in [min_rank, max_rank]
+// (SIZE_MAX: no upper bound).
 void checkRank(const InferenceContext& context, size_t input, size_t min_rank, size_t max_rank);
 
 // dim + offset for a signed offset; exact for static and symbolic dims.

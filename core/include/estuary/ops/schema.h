@@ -232,6 +232,8 @@ class OpSchema {
   std::shared_ptr<const void> keep_alive_;
 };
 
+// Lookups may run concurrently; add() must not run concurrently with anything else
+// (plugins register their ops while being loaded, before graphs are processed).
 class OpRegistry {
  public:
   // The process-wide registry, holding every core op (registered on first use). Plugins

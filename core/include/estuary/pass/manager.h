@@ -28,7 +28,8 @@ struct PassRecord {
   int64_t iteration = 0;
   double seconds = 0;
   int64_t changes = 0;
-  // Nodes in the graph, subgraphs included.
+  // Nodes of the top-level graph (an O(1) count; counting subgraph nodes would walk the
+  // whole graph twice per pass). Rewrites inside subgraphs show in `changes`.
   size_t nodes_before = 0;
   size_t nodes_after = 0;
 };

@@ -69,8 +69,9 @@ Pipeline parsePipelineYaml(std::string_view yaml, const std::string& source_name
 Pipeline parsePassList(std::string_view list,
                        const PassRegistry& registry = PassRegistry::global());
 
-// Loads the plugins `pipeline` lists, resolving relative paths against its directory.
-// Called by loadPipelineFile() and parsePipelineYaml() before passes are looked up.
+// Loads the plugins `pipeline` lists with PluginLoader::global(), resolving relative paths
+// against its directory: for pipelines built in code. loadPipelineFile() and
+// parsePipelineYaml() load the plugins themselves, before they look up passes.
 void loadPipelinePlugins(const Pipeline& pipeline);
 
 // Reads a pass switch file: a YAML mapping from pass or group names to on/off, which

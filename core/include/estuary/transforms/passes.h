@@ -1,5 +1,6 @@
 #pragma once
-// The passes built into the core: dce, cse, infer_shapes, canonicalize.
+// The passes built into the core: dce, cse, infer_shapes, canonicalize, and apply_patterns
+// (rewrite/pattern_pass.h).
 #include "estuary/pass/pass.h"
 
 namespace estuary {

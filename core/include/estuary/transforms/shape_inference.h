@@ -15,8 +15,8 @@ struct ShapeInferenceOptions {
   bool strict = false;
 };
 
-// Runs each node's schema inference (ops/schema.h, inferNode()) in topological order with
-// one known-values map, so that data propagation carries shape values from node to node
+// Runs each node's schema inference (ops/schema.h, inferNode()) in list order, which valid
+// IR keeps topological (the verifier checks it), with one known-values map, so that data propagation carries shape values from node to node
 // (Shape -> Gather -> Concat -> Reshape keeps symbolic dims). Subgraphs are inferred with
 // the node that owns them. Inferred types refine the recorded ones; a contradiction raises
 // an Error naming the node. Returns the number of nodes whose result types changed.
