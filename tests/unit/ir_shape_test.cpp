@@ -32,6 +32,12 @@ TEST(Dim, ArithmeticStaysExact) {
   EXPECT_TRUE((Dim(1) - Dim(2)).isUnknown());
 }
 
+TEST(Dim, ListsItsSymbols) {
+  Dim dim = Dim::symbol("seq") * Dim::symbol("batch") + Dim::symbol("seq") + Dim(2);
+  EXPECT_EQ(dim.symbols(), (std::vector<std::string>{"batch", "seq"}));
+  EXPECT_TRUE(Dim(4).symbols().empty());
+}
+
 TEST(Dim, ParsesWhatItPrints) {
   for (const char* text : {"0", "7", "?", "batch", "batch*seq", "past+1", "2*seq+1", "seq-1", "a*a*b"}) {
     auto dim = Dim::parse(text);

@@ -164,6 +164,15 @@ std::string Dim::str() const {
   return std::to_string(value_);
 }
 
+std::vector<std::string> Dim::symbols() const {
+  std::vector<std::string> names;
+  if (!expr_) return names;
+  for (const auto& [monomial, coefficient] : expr_->terms) names.insert(names.end(), monomial.begin(), monomial.end());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 bool operator==(const Dim& a, const Dim& b) {
   if (a.expr_ || b.expr_) return a.expr_ && b.expr_ && a.expr_->text == b.expr_->text;
   if (a.value_ < 0 || b.value_ < 0) return a.value_ < 0 && b.value_ < 0;

@@ -41,6 +41,8 @@ class Dim {
 
   // Canonical text: "3", "?", "batch", "batch*seq", "past+1".
   std::string str() const;
+  // The distinct symbol names the dim is built from, sorted ("batch*seq+seq": batch, seq).
+  std::vector<std::string> symbols() const;
 
   // Structural equality: same static value, or the same canonical polynomial.
   // Two unknown dims are equal as values of this class but not provably the same size:
