@@ -122,6 +122,10 @@ TEST(ConvTranspose, OutputSizes) {
   EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[1,4,h,w]"), g.input("f32[4,3,4,4]")},
                   {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"group", 2}}),
             "f32[1,6,2*h,2*w]");
+  EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[1,4,1]"), g.input("f32[4,3,1]")},
+                  {{"strides", ints({3})}, {"pads", ints({1, 2})}}),
+            "node 'n' (ConvTranspose): spatial axis 0 of size 1 gives a negative output size -2 (pads "
+            "1+2 exceed the output)");
   EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[1,5,8,8]"), w}),
             "node 'n' (ConvTranspose): input channels of X and W differ: 5 vs 4");
 }

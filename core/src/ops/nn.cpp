@@ -260,6 +260,11 @@ void inferConvTranspose(InferenceContext& context) {
     // out = stride * (in - 1) + output_padding + effective_kernel - pads
     int64_t offset = output_padding[i] + effective_kernel - window.pads[i] -
                      window.pads[i + spatial] - stride;
+    if (in.isStatic() && stride * in.value() + offset < 0) {
+      context.fail("spatial axis ", i, " of size ", in.value(), " gives a negative output size ",
+                   stride * in.value() + offset, " (pads ", window.pads[i], "+",
+                   window.pads[i + spatial], " exceed the output)");
+    }
     dims.push_back(addOffset(Dim(stride) * in, offset));
   }
   context.setOutputShape(0, Shape(std::move(dims)));
