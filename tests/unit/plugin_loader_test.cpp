@@ -231,6 +231,31 @@ TEST(PluginLoader, RefusesAnotherAbiVersionBeforeRunningAnyOfItsCode) {
   EXPECT_TRUE(loader.loaded().empty());
 }
 
+TEST(PluginLoader, RefusesBrokenDescriptors) {
+  Registries r;
+  PluginLoader loader(r.ops, r.passes);
+  // Their register functions abort the process: reaching one fails the test.
+  auto refusal = [&](const std::string& name) {
+    std::string error = errorOf([&] { loader.load(testPlugin(name)); });
+    std::string prefix = "cannot load plugin " + canonical(testPlugin(name)) + ": ";
+    EXPECT_EQ(error.rfind(prefix, 0), 0u) << error;
+    return error.substr(std::min(prefix.size(), error.size()));
+  };
+  EXPECT_EQ(refusal("test_bad_null_descriptor"), "its entry point returned no descriptor");
+  EXPECT_EQ(refusal("test_bad_descriptor_size"),
+            "its descriptor has " + std::to_string(sizeof(EstuaryPluginDescriptor) + 8) +
+                " bytes, ABI version " + std::to_string(ESTUARY_PLUGIN_ABI_VERSION) + " has " +
+                std::to_string(sizeof(EstuaryPluginDescriptor)));
+  EXPECT_EQ(refusal("test_bad_cxx_abi"),
+            "C++ runtime mismatch: built with C++ ABI tag " +
+                std::to_string(ESTUARY_PLUGIN_CXX_ABI + 1) + ", this Estuary uses " +
+                std::to_string(ESTUARY_PLUGIN_CXX_ABI) +
+                "; rebuild it with the compiler and standard library Estuary was built with");
+  EXPECT_EQ(refusal("test_bad_no_name"), "its descriptor has no name");
+  EXPECT_EQ(refusal("test_bad_no_register"), "its descriptor has no register function");
+  EXPECT_TRUE(loader.loaded().empty());
+}
+
 TEST(PluginLoader, RegistrationThatThrowsRegistersNothing) {
   Registries r;
   PluginLoader loader(r.ops, r.passes);
