@@ -45,7 +45,7 @@ class Reader {
 
   // A scalar or a list of scalars.
   template <typename T, typename Convert>
-  std::vector<T> list(const YAML::Node& node, const char* what, Convert convert) const {
+  std::vector<T> list(const YAML::Node& node, Convert convert) const {
     std::vector<T> values;
     if (node.IsSequence()) {
       for (const YAML::Node& item : node) values.push_back(convert(item));
@@ -56,10 +56,10 @@ class Reader {
   }
 
   std::vector<std::string> strings(const YAML::Node& node, const char* what) const {
-    return list<std::string>(node, what, [&](const YAML::Node& item) { return scalar(item, what); });
+    return list<std::string>(node, [&](const YAML::Node& item) { return scalar(item, what); });
   }
   std::vector<int64_t> integers(const YAML::Node& node, const char* what) const {
-    return list<int64_t>(node, what, [&](const YAML::Node& item) { return integer(item, what); });
+    return list<int64_t>(node, [&](const YAML::Node& item) { return integer(item, what); });
   }
 
   void onlyKeys(const YAML::Node& map, const char* what, std::set<std::string> allowed) const {
