@@ -46,7 +46,8 @@ using ValuePredicate = std::function<bool(const Value&)>;
 // A predicate on an attribute of a matched node: the node's value, else the op schema's
 // default, else nullptr (absent, no default).
 using AttrPredicate = std::function<bool(const Attribute*)>;
-// A check that sees the whole match; returning false vetoes the rewrite.
+// A check that sees the whole match; returning false vetoes the rewrite. Checks must not
+// change the graph.
 using MatchCheck = std::function<bool(const Match&)>;
 // Builds the replacement with `rewriter` and returns one value per pattern result, in the
 // order of Pattern::results(). A returned value may be a captured value.
