@@ -54,6 +54,28 @@ TEST(Gemm, TransposesAndBias) {
             "node 'n' (Gemm): input 0 'A' must have rank 2, got [2,4,1]");
 }
 
+TEST(Einsum, LabelsAndEllipsis) {
+  OpsGraph g;
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[batch,12,q,64]"), g.input("f32[batch,12,k,64]")},
+                  {{"equation", "bhqd,bhkd->bhqk"}}),
+            "f32[batch,12,q,k]");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[2,3]"), g.input("f32[3,4]")}, {{"equation", "ij,jk"}}),
+            "f32[2,4]");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[5,2,3]"), g.input("f32[7,1,3,4]")},
+                  {{"equation", "...ij, ...jk -> ...ik"}}),
+            "f32[7,5,2,4]");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[3,3]")}, {{"equation", "ii->i"}}), "f32[3]");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[3,4]")}, {{"equation", "ij->"}}), "f32[]");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[2,3]"), g.input("f32[4,5]")}, {{"equation", "ij,jk->ik"}}),
+            "node 'n' (Einsum): sizes of label 'j' differ: 3 vs 4");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[2,3]")}, {{"equation", "ijk->i"}}),
+            "node 'n' (Einsum): operand 0 'ijk' does not match the rank of input 0 [2,3]");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[2,3]")}, {{"equation", "ij->iz"}}),
+            "node 'n' (Einsum): equation 'ij->iz' outputs label 'z', which no operand has");
+  EXPECT_EQ(g.run("Einsum", {g.input("f32[2,3]")}, {{"equation", "ij,jk->ik"}}),
+            "node 'n' (Einsum): equation 'ij,jk->ik' has 2 operands but the node has 1 inputs");
+}
+
 std::string conv(const char* x, const char* w, Attrs attrs = {}) {
   OpsGraph g;
   return g.run("Conv", {g.input(x), g.input(w)}, std::move(attrs));
@@ -122,6 +144,10 @@ TEST(ConvTranspose, OutputSizes) {
   EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[1,4,h,w]"), g.input("f32[4,3,4,4]")},
                   {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"group", 2}}),
             "f32[1,6,2*h,2*w]");
+  EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[1,4,1]"), g.input("f32[4,3,1]")},
+                  {{"strides", ints({3})}, {"pads", ints({1, 2})}}),
+            "node 'n' (ConvTranspose): spatial axis 0 of size 1 gives a negative output size -2 (pads "
+            "1+2 exceed the output)");
   EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[1,5,8,8]"), w}),
             "node 'n' (ConvTranspose): input channels of X and W differ: 5 vs 4");
 }

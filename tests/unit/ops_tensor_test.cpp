@@ -184,6 +184,8 @@ TEST(Pad, AddsBeginAndEnd) {
   EXPECT_EQ(g.run("Pad", {g.input("f32[1,3,h,w]"), g.ints({0, 0, 1, 2, 0, 0, 1, 2})}),
             "f32[1,3,h+2,w+4]");
   EXPECT_EQ(g.run("Pad", {g.input("f32[4,5]"), g.ints({-1, 2}), nullptr, g.ints({1})}), "f32[4,6]");
+  EXPECT_EQ(g.run("Pad", {g.input("f32[1,5]"), g.ints({-1, 0, -1, 0})}),
+            "node 'n' (Pad): pads -1 and -1 would make axis 0 of [1,5] negative");
   EXPECT_EQ(g.run("Pad", {g.input("f32[4,5]"), g.ints({1, 2})}),
             "node 'n' (Pad): input 'pads' has 2 values, expected 4 (begin and end for each of 2 axes)");
   EXPECT_EQ(g.run("Pad", {g.input("f32[4,5]"), g.ints({1, 2, 1, 2})}, {{"mode", "mirror"}}),

@@ -273,6 +273,42 @@ TEST(TextParser, RefusesGraphsNestedTooDeeply) {
   EXPECT_NE(error.find("subgraphs nested deeper than 200 levels"), std::string::npos) << error;
 }
 
+// Every one-character change of a valid text either parses (into a graph that prints) or
+// raises an Error; none crashes.
+TEST(TextParser, MutatedTextsNeverCrash) {
+  const std::string text = R"(graph @main(%x: f32[b,4], %m: i64[2] mutable, %c: bool[]) {
+  %k = Constant() {value = tensor<i64[2]> [1, -2], f = [1.5, nan], s = ["a\n"], t = f16} : i64[2]
+  %a, %b = Split(%x, _) {axis = 0} : f32[b,2], f32[b,2] loc("split")
+  %z = If(%c) {else_branch = graph @e() {
+    return %a
+  }, then_branch = graph @t(%i: i64[] mutable) {
+    %n = Neg(%later) : f32[b,2]
+    return %n
+    update %i = %i
+  }} : f32[b,2]
+  %later = Relu(%b) : f32[b,2]
+  Print(%z)
+  %0 = Tail(%0) : ?[*]
+  return %z, %0
+  update %m = %k
+})";
+  ASSERT_NO_THROW(parseGraph(text));
+  size_t parsed = 0, refused = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    for (const char* replacement : {"", "%", "\"", "{", "}", ",", "0", "x", "(", "#"}) {
+      std::string mutated = text.substr(0, i) + replacement + text.substr(i + 1);
+      try {
+        printGraph(*parseGraph(mutated));
+        ++parsed;
+      } catch (const Error&) {
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(parsed, 0u);
+  EXPECT_GT(refused, 0u);
+}
+
 TEST(TextParser, SourceNameAndFileErrors) {
   try {
     parseGraph("graph @main() {", "my/model.est");

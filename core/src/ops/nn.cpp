@@ -1,5 +1,7 @@
-// Matrix products, convolutions and pooling.
+// Matrix products (MatMul, Gemm, Einsum), convolutions and pooling.
 #include <algorithm>
+#include <cctype>
+#include <map>
 
 #include "ops/common.h"
 #include "ops/register.h"
@@ -67,6 +69,97 @@ void inferGemm(InferenceContext& context) {
     }
   }
   context.setOutputShape(0, std::move(result));
+}
+
+// Einsum with numpy semantics: a label names one size wherever it appears, "..." stands
+// for broadcast leading axes, and without "->" the output is the broadcast axes followed
+// by the labels used once, in alphabetical order.
+void inferEinsum(InferenceContext& context) {
+  std::string equation;
+  for (char c : context.stringAttr("equation")) {
+    if (c != ' ') equation += c;
+  }
+  size_t arrow = equation.find("->");
+  std::string inputs_part = equation.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = inputs_part.find(',', start);
+    terms.push_back(inputs_part.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != context.numInputs()) {
+    context.fail("equation '", equation, "' has ", terms.size(), " operands but the node has ",
+                 context.numInputs(), " inputs");
+  }
+  std::map<char, Dim> sizes;
+  std::map<char, int> uses;
+  std::vector<Shape> ellipses;
+  bool any_unranked = false;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::string& term = terms[i];
+    size_t dots = term.find("...");
+    std::string labels = dots == std::string::npos ? term : term.substr(0, dots) + term.substr(dots + 3);
+    for (char label : labels) {
+      if (!std::isalpha(static_cast<unsigned char>(label))) {
+        context.fail("equation '", equation, "' has an invalid label '", label, "'");
+      }
+      ++uses[label];
+    }
+    const Shape& shape = context.inputShape(i);
+    if (!shape.isRanked()) {
+      any_unranked = true;
+      continue;
+    }
+    if (shape.rank() < labels.size() || (dots == std::string::npos && shape.rank() != labels.size())) {
+      context.fail("operand ", i, " '", term, "' does not match the rank of input ", i, " ",
+                   shape.str());
+    }
+    size_t broadcast = shape.rank() - labels.size();
+    size_t axis = 0;
+    for (size_t k = 0; k < term.size(); ++k) {
+      if (dots != std::string::npos && k == dots) {
+        ellipses.push_back(Shape(std::vector<Dim>(shape.dims().begin() + axis,
+                                                  shape.dims().begin() + axis + broadcast)));
+        axis += broadcast;
+        k += 2;
+        continue;
+      }
+      auto [it, inserted] = sizes.emplace(term[k], shape[axis]);
+      if (!inserted) {
+        it->second = unifyDims(context, it->second, shape[axis],
+                               std::string("sizes of label '") + term[k] + "'");
+      }
+      ++axis;
+    }
+  }
+  bool uses_ellipsis = inputs_part.find("...") != std::string::npos;
+  std::string output;
+  if (arrow != std::string::npos) {
+    output = equation.substr(arrow + 2);
+  } else {
+    output = uses_ellipsis ? "..." : "";
+    for (const auto& [label, count] : uses) {
+      if (count == 1) output += label;
+    }
+  }
+  std::vector<Dim> dims;
+  for (size_t k = 0; k < output.size(); ++k) {
+    if (output.compare(k, 3, "...") == 0) {
+      if (any_unranked) return;
+      Shape broadcast = broadcastShapes(context, ellipses);
+      dims.insert(dims.end(), broadcast.dims().begin(), broadcast.dims().end());
+      k += 2;
+      continue;
+    }
+    if (!uses.count(output[k])) {
+      context.fail("equation '", equation, "' outputs label '", output[k],
+                   "', which no operand has");
+    }
+    auto found = sizes.find(output[k]);
+    dims.push_back(found == sizes.end() ? Dim::unknown() : found->second);
+  }
+  context.setOutputShape(0, Shape(std::move(dims)));
 }
 
 // The attributes shared by convolution and pooling, checked against the spatial rank.
@@ -260,6 +353,11 @@ void inferConvTranspose(InferenceContext& context) {
     // out = stride * (in - 1) + output_padding + effective_kernel - pads
     int64_t offset = output_padding[i] + effective_kernel - window.pads[i] -
                      window.pads[i + spatial] - stride;
+    if (in.isStatic() && stride * in.value() + offset < 0) {
+      context.fail("spatial axis ", i, " of size ", in.value(), " gives a negative output size ",
+                   stride * in.value() + offset, " (pads ", window.pads[i], "+",
+                   window.pads[i + spatial], " exceed the output)");
+    }
     dims.push_back(addOffset(Dim(stride) * in, offset));
   }
   context.setOutputShape(0, Shape(std::move(dims)));
@@ -319,6 +417,13 @@ void registerNnOps(OpRegistry& registry) {
                    .attr("transB", AttrKind::Int, 0)
                    .typeConstraint("T", floatAndWideIntTypes())
                    .inference(inferGemm));
+
+  registry.add(OpSchema("Einsum")
+                   .input("Inputs", "T", Arity::Variadic)
+                   .output("Output", "T")
+                   .requiredAttr("equation", AttrKind::String)
+                   .typeConstraint("T", numericTypes())
+                   .inference(inferEinsum));
 
   OpSchema conv("Conv");
   conv.input("X", "T").input("W", "T").input("B", "T", Arity::Optional).output("Y", "T");

@@ -459,7 +459,13 @@ void inferPad(InferenceContext& context) {
   }
   std::vector<Dim> dims = x.dims();
   for (size_t k = 0; k < axes.size(); ++k) {
-    dims[axes[k]] = addOffset(dims[axes[k]], (*pads)[k] + (*pads)[k + axes.size()]);
+    int64_t total = (*pads)[k] + (*pads)[k + axes.size()];
+    const Dim& dim = dims[axes[k]];
+    if (dim.isStatic() && dim.value() + total < 0) {
+      context.fail("pads ", (*pads)[k], " and ", (*pads)[k + axes.size()], " would make axis ",
+                   axes[k], " of ", x.str(), " negative");
+    }
+    dims[axes[k]] = addOffset(dim, total);
   }
   context.setOutputShape(0, Shape(std::move(dims)));
 }

@@ -8,7 +8,6 @@
 #include <deque>
 #include <fstream>
 #include <limits>
-#include <sstream>
 #include <unordered_map>
 
 #include "estuary/support/error.h"
@@ -69,7 +68,6 @@ class Parser {
     const char* first_use;
   };
   struct Scope {
-    Graph* graph;
     std::vector<Key> defined;
     std::unordered_map<Key, Pending, KeyHash> pending;
   };
@@ -78,6 +76,11 @@ class Parser {
 
   template <typename... Parts>
   [[noreturn]] void fail(const char* where, const Parts&... parts) const {
+    raise(source_, ':', lineColumn(where), ": ", parts...);
+  }
+
+  // "12:8" for a position in the text; computed only for messages.
+  std::string lineColumn(const char* where) const {
     size_t line = 1;
     const char* line_start = begin_;
     for (const char* p = begin_; p < where; ++p) {
@@ -86,7 +89,7 @@ class Parser {
         line_start = p + 1;
       }
     }
-    raise(source_, ':', line, ':', where - line_start + 1, ": ", parts...);
+    return std::to_string(line) + ':' + std::to_string(where - line_start + 1);
   }
 
   // What the text holds at the cursor, for "found ..." in messages.
@@ -333,20 +336,6 @@ class Parser {
     return out;
   }
 
-  std::string lineColumn(const char* where) const {
-    size_t line = 1;
-    const char* line_start = begin_;
-    for (const char* p = begin_; p < where; ++p) {
-      if (*p == '\n') {
-        ++line;
-        line_start = p + 1;
-      }
-    }
-    std::ostringstream out;
-    out << line << ':' << (where - line_start + 1);
-    return out.str();
-  }
-
   // The value a use refers to; a name not defined yet gets a placeholder that is
   // replaced when the enclosing graph ends (see popScope()).
   Value* resolve(const ValueToken& token) {
@@ -375,11 +364,11 @@ class Parser {
          context, subject, ", found ", found());
   }
 
-  void pushScope(Graph& graph) {
+  void pushScope() {
     if (scopes_.size() >= static_cast<size_t>(kMaxNesting)) {
       fail(pos_, "subgraphs nested deeper than ", kMaxNesting, " levels");
     }
-    scopes_.push_back(Scope{&graph, {}, {}});
+    scopes_.emplace_back();
   }
 
   // Resolves the forward references made in the ending graph: to its own definitions, or
@@ -426,7 +415,7 @@ class Parser {
     graph.setName(parseGraphName());
     const std::string label = graphLabel(graph);
     expect('(', "after graph ", label);
-    pushScope(graph);
+    pushScope();
     if (!consume(')')) {
       do {
         skipSpace();
