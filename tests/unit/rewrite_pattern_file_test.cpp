@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "estuary/ops/schema.h"
 #include "estuary/pass/pass.h"
@@ -338,6 +339,34 @@ TEST(RewritePatternFile, ApplyPatternsPassLoadsFiles) {
   EXPECT_EQ(errorOf([&] { registry.create("apply_patterns", {}); }),
             "pass 'apply_patterns' needs option 'files': the pattern files to apply");
   std::remove(path.c_str());
+}
+
+TEST(RewritePatternFile, TheExampleOfTheDocumentationWorks) {
+  std::ifstream doc(ESTUARY_SOURCE_DIR "/docs/patterns.md");
+  std::stringstream text;
+  text << doc.rdbuf();
+  std::string markdown = text.str();
+  size_t begin = markdown.find("```yaml\n");
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  std::string example = markdown.substr(begin, markdown.find("```", begin) - begin);
+  PatternSet patterns = parsePatternYaml(example, "docs/patterns.md");
+  const char* graph = R"(graph @main(%a: f16[2,7,4096], %b: f16[2,7,4096], %g: f16[4096], %w: f16[1024]) {
+  %s = Add(%a, %b) : f16[2,7,4096]
+  %y = RMSNormalization(%s, %g) {epsilon = 1e-06} : f16[2,7,4096]
+  %s2 = Add(%y, %s) : f16[2,7,4096]
+  %y2 = RMSNormalization(%s2, %w) : f16[2,7,4096]
+  return %y, %s, %y2
+})";
+  // The first norm fuses; the second is vetoed by the symbol: its gamma has another size.
+  EXPECT_EQ(rewrite(graph, patterns),
+            R"(graph @main(%a: f16[2,7,4096], %b: f16[2,7,4096], %g: f16[4096], %w: f16[1024]) {
+  %y, %s = estuary::AddRMSNorm(%a, %b, %g) {axis = -1, epsilon = 1e-06} : f16[2,7,4096], f16[2,7,4096]
+  %s2 = Add(%y, %s) : f16[2,7,4096]
+  %y2 = RMSNormalization(%s2, %w) : f16[2,7,4096]
+  return %y, %s, %y2
+}
+)");
 }
 
 }  // namespace

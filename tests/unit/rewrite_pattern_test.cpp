@@ -341,6 +341,27 @@ TEST(RewritePattern, MatchGivesNodesAndAttributesByName) {
   EXPECT_EQ(seen, "head axis=-1");
 }
 
+TEST(RewritePattern, HandlesWorkInChecksAfterThePatternIsGone) {
+  PatternSet set;
+  {
+    // Built in a scope that ends before the match: the handles the lambdas captured must
+    // not reach back into this Pattern object.
+    Pattern p("scoped");
+    PatternValue x = p.capture("x");
+    PatternNode neg = p.node("Neg", {x});
+    p.results({neg});
+    p.check([neg](const Match& m) { return m[neg]->dtype() == DType::F32; });
+    p.replace([neg, x](const Match& m, Rewriter& r) {
+      EXPECT_EQ(m.value(neg.out(0)), m.result(0));
+      return std::vector<Value*>{r.create("test::Neg", {m[x]})->output()};
+    });
+    set.add(std::move(p));
+  }
+  RewriteStats stats;
+  rewrite("graph @main(%x: f32[4]) {\n  %y = Neg(%x) : f32[4]\n  return %y\n}", set, &stats);
+  EXPECT_EQ(stats.rewrites, 1);
+}
+
 TEST(RewritePattern, ValidationNamesThePatternAndTheProblem) {
   auto error = [](Pattern p) { return errorOf([&] { setOf(std::move(p)); }); };
   auto identity = [](const Match& m, Rewriter&) { return std::vector<Value*>{m.result(0)}; };
@@ -391,7 +412,7 @@ TEST(RewritePattern, ValidationNamesThePatternAndTheProblem) {
     Pattern p("bad_output");
     PatternNode neg = p.node("Neg", {p.capture("x")});
     EXPECT_EQ(errorOf([&] { neg.out(1); }),
-              "pattern 'bad_output': node Neg has 1 output(s), output 1 does not exist");
+              "pattern node #0 has 1 output(s), output 1 does not exist");
   }
   {
     Pattern p("foreign");

@@ -172,6 +172,7 @@ std::string PluginLoader::installDir() {
 
 std::vector<std::string> PluginLoader::searchDirs(std::string_view relative_to_dir) {
   std::vector<std::string> dirs;
+  if (!relative_to_dir.empty()) dirs.emplace_back(relative_to_dir);
   if (const char* env = std::getenv("ESTUARY_PLUGIN_PATH")) {
     std::string_view rest(env);
     while (!rest.empty()) {
@@ -181,7 +182,6 @@ std::vector<std::string> PluginLoader::searchDirs(std::string_view relative_to_d
       rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
     }
   }
-  if (!relative_to_dir.empty()) dirs.emplace_back(relative_to_dir);
   std::string install = installDir();
   if (!install.empty()) dirs.push_back(std::move(install));
   return dirs;
@@ -210,7 +210,7 @@ std::string PluginLoader::resolve(std::string_view name_or_path,
   for (const std::string& dir : dirs) searched += (searched.empty() ? "" : ", ") + dir;
   raise("plugin '", name_or_path, "' not found: no file ", file, " in ",
         searched.empty() ? std::string("any directory") : searched,
-        " (searched ESTUARY_PLUGIN_PATH, the pipeline's directory and the install directory;"
+        " (searched the pipeline's directory, ESTUARY_PLUGIN_PATH and the install directory;"
         " give a path or set ESTUARY_PLUGIN_PATH)");
 }
 
@@ -251,6 +251,15 @@ PluginHandle PluginLoader::open(const std::string& path) {
     std::lock_guard<std::mutex> lock(ltdlMutex());
     handle = lt_dlopen(path.c_str());
     if (!handle) open_error = ltdlError();
+  }
+  if (!handle) {
+    // libltdl reports every failure of its loaders as "file not found"; the system loader
+    // says what is wrong with the file (bad ELF class, missing dependency, ...).
+    if (void* probe = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+      dlclose(probe);
+    } else if (const char* reason = dlerror()) {
+      open_error = reason;
+    }
   }
   if (!handle) refuse("the dynamic loader failed: ", open_error);
   auto module = std::make_shared<Module>(handle);

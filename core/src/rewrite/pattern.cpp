@@ -39,12 +39,11 @@ const Attribute* attrOrDefault(const Node& node, std::string_view name,
 // --- PatternNode ------------------------------------------------------------------------
 
 PatternValue PatternNode::out(size_t i) const {
-  const Pattern::NodeInfo& info = pattern_->nodes_[id_];
-  if (i >= info.outputs.size()) {
-    raise("pattern '", pattern_->name_, "': node ", info.op_type, " has ", info.outputs.size(),
-          " output(s), output ", i, " does not exist");
+  if (i >= num_outputs_) {
+    raise("pattern node #", id_, " has ", num_outputs_, " output(s), output ", i,
+          " does not exist");
   }
-  return PatternValue(pattern_, info.outputs[i]);
+  return PatternValue(pattern_, first_output_ + static_cast<uint32_t>(i));
 }
 
 PatternNode& PatternNode::name(std::string name) {
@@ -99,13 +98,14 @@ PatternNode Pattern::node(std::string_view op, std::vector<PatternValue> operand
     info.operands.push_back(operand.id_);
   }
   auto node_id = static_cast<uint32_t>(nodes_.size());
+  auto first_output = static_cast<uint32_t>(values_.size());
   for (size_t i = 0; i < num_outputs; ++i) {
     values_.push_back(
         ValueInfo{ValueInfo::Kind::NodeOutput, {}, node_id, static_cast<uint32_t>(i), {}, false});
     info.outputs.push_back(static_cast<uint32_t>(values_.size() - 1));
   }
   nodes_.push_back(std::move(info));
-  return PatternNode(this, node_id);
+  return PatternNode(this, node_id, first_output, static_cast<uint32_t>(num_outputs));
 }
 
 Pattern& Pattern::where(PatternValue value, ValuePredicate predicate) {
@@ -161,7 +161,10 @@ PatternValue Pattern::captureNamed(std::string_view name) const {
 PatternNode Pattern::nodeNamed(std::string_view name) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].name == name) {
-      return PatternNode(const_cast<Pattern*>(this), static_cast<uint32_t>(i));
+      const NodeInfo& node = nodes_[i];
+      return PatternNode(const_cast<Pattern*>(this), static_cast<uint32_t>(i),
+                         node.outputs.empty() ? 0 : node.outputs[0],
+                         static_cast<uint32_t>(node.outputs.size()));
     }
   }
   raise("pattern '", name_, "' has no node named '", name, "'");

@@ -140,6 +140,7 @@ template <typename Entry>
 class OpIndex {
  public:
   void add(const std::string& op_type, const std::string& domain, Entry entry) {
+    lengths_ |= lengthBit(op_type.size());
     auto& domains = by_type_[op_type];
     for (auto& [known, entries] : domains) {
       if (known == domain) {
@@ -150,6 +151,8 @@ class OpIndex {
     domains.emplace_back(domain, std::vector<Entry>{entry});
   }
   const std::vector<Entry>* find(const Node& node) const {
+    // Most nodes are not in the index; their op type's length says so without hashing.
+    if (!(lengths_ & lengthBit(node.opType().size()))) return nullptr;
     auto it = by_type_.find(node.opType());
     if (it == by_type_.end()) return nullptr;
     for (const auto& [domain, entries] : it->second) {
@@ -159,8 +162,10 @@ class OpIndex {
   }
 
  private:
+  static uint64_t lengthBit(size_t length) { return uint64_t{1} << std::min<size_t>(length, 63); }
   std::unordered_map<std::string, std::vector<std::pair<std::string, std::vector<Entry>>>>
       by_type_;
+  uint64_t lengths_ = 0;
 };
 
 struct PatternNodeRef {
@@ -191,34 +196,40 @@ class Driver {
     }
   }
 
-  void setBudget(int64_t max_rewrites) { budget_ = max_rewrites; }
-
-  void run(Graph& graph, bool subgraphs) {
-    if (subgraphs) {
-      // Inner graphs first: their rewrites can only remove uses of outer values, which
-      // may let outer patterns match.
-      for (Node* node : graph.nodes()) {
-        for (Graph* subgraph : node->subgraphs()) run(*subgraph, true);
-      }
-    }
-    runOne(graph);
+  // Limits the rewrites of a run; without a limit each graph visited adds ten per node.
+  void setBudget(int64_t max_rewrites) {
+    budget_ = max_rewrites;
+    fixed_budget_ = true;
   }
 
- private:
-  enum : uint8_t { kQueued = 1, kErased = 2, kInClosure = 4 };
-  static constexpr uint64_t kGap = uint64_t{1} << 32;
-
-  // --- Per-graph state ------------------------------------------------------------------
-
-  void runOne(Graph& graph) {
+  void run(Graph& graph, bool subgraphs) {
+    if (!fixed_budget_) budget_ += 10 * static_cast<int64_t>(graph.numNodes());
     graph_ = &graph;
     flags_.clear();
     pos_.clear();
     stack_.clear();
-    renumber();
+    // One walk numbers the nodes and finds the candidate roots and the subgraphs.
     std::vector<Node*> initial;
+    std::vector<Graph*> inner;
+    uint64_t p = 0;
     for (Node* node : graph.nodes()) {
+      ensure(node->id());
+      p += kGap;
+      pos_[node->id()] = p;
       if (roots_.find(*node)) initial.push_back(node);
+      if (subgraphs && !node->attributes().empty()) {
+        for (Graph* subgraph : node->subgraphs()) inner.push_back(subgraph);
+      }
+    }
+    if (!inner.empty()) {
+      // Inner graphs first: their rewrites can only remove uses of outer values, which may
+      // let outer patterns match. They leave this graph's nodes and order as they are.
+      std::vector<uint8_t> flags = std::move(flags_);
+      std::vector<uint64_t> positions = std::move(pos_);
+      for (Graph* subgraph : inner) run(*subgraph, true);
+      graph_ = &graph;
+      flags_ = std::move(flags);
+      pos_ = std::move(positions);
     }
     for (auto it = initial.rbegin(); it != initial.rend(); ++it) push(*it);
     while (!stack_.empty()) {
@@ -236,6 +247,12 @@ class Driver {
       }
     }
   }
+
+ private:
+  enum : uint8_t { kQueued = 1, kErased = 2, kInClosure = 4 };
+  static constexpr uint64_t kGap = uint64_t{1} << 32;
+
+  // --- Per-graph state ------------------------------------------------------------------
 
   void ensure(uint64_t id) {
     if (id >= flags_.size()) {
@@ -527,22 +544,24 @@ class Driver {
     for (Node* node : created) {
       for (Value* input : node->inputs()) checkReplacementInput(where, input);
     }
-    inferCreated(where, created);
-
+    // A new value computes what the result it replaces computed, so it has its type;
+    // that saves running inference for most fused ops.
     for (size_t i = 0; i < results.size(); ++i) {
-      Value* old_value = values_[results[i]];
-      if (!replacements[i]->type().isKnown() && old_value->type().isKnown()) {
-        replacements[i]->setType(old_value->type());
+      Value* replacement = replacements[i];
+      if (replacement->type() == TensorType() && isCreated(created, replacement->producer())) {
+        replacement->setType(values_[results[i]]->type());
       }
-      old_value->replaceAllUsesWith(replacements[i]);
+    }
+    inferCreated(where, created);
+    for (size_t i = 0; i < results.size(); ++i) {
+      values_[results[i]]->replaceAllUsesWith(replacements[i]);
     }
     for (size_t i = 0; i < results.size(); ++i) {
       // A new value takes the name of the value it replaces when that one goes away.
       Value* old_value = values_[results[i]];
       Value* new_value = replacements[i];
       Node* producer = new_value->producer();
-      if (!new_value->name().empty() || old_value->name().empty() || !producer ||
-          std::find(created.begin(), created.end(), producer) == created.end()) {
+      if (!new_value->name().empty() || old_value->name().empty() || !isCreated(created, producer)) {
         continue;
       }
       const auto& outputs = old_value->producer()->outputs();
@@ -598,11 +617,18 @@ class Driver {
     }
   }
 
-  // Types of the new nodes, from their schemas, merged into what the replacement set.
+  static bool isCreated(const std::vector<Node*>& created, const Node* node) {
+    return node && std::find(created.begin(), created.end(), node) != created.end();
+  }
+
+  // Types of the new nodes whose types are not all known yet, from their schemas.
   template <typename Where>
   void inferCreated(const Where& where, const std::vector<Node*>& created) {
     known_values_.clear();
     for (Node* node : created) {
+      bool known = true;
+      for (size_t i = 0; i < node->numOutputs(); ++i) known &= node->output(i)->type().isKnown();
+      if (known) continue;
       try {
         inferNode(*node, known_values_, registry_);
       } catch (const Error& error) {
@@ -674,7 +700,8 @@ class Driver {
 
   const OpRegistry& registry_;
   RewriteStats& stats_;
-  int64_t budget_ = 0;
+  int64_t budget_ = 1000;
+  bool fixed_budget_ = false;
   std::vector<CompiledPattern> compiled_;
   OpIndex<uint32_t> roots_;
   OpIndex<PatternNodeRef> by_op_;
@@ -704,11 +731,7 @@ RewriteStats applyPatterns(Graph& graph, const PatternSet& patterns,
                            const RewriteOptions& options) {
   RewriteStats stats;
   Driver driver(patterns, options, stats);
-  int64_t budget = options.max_rewrites;
-  if (budget <= 0) {
-    budget = std::max<int64_t>(1000, 10 * static_cast<int64_t>(graph.numNodesRecursive()));
-  }
-  driver.setBudget(budget);
+  if (options.max_rewrites > 0) driver.setBudget(options.max_rewrites);
   driver.run(graph, options.subgraphs);
   return stats;
 }

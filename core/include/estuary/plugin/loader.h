@@ -3,8 +3,8 @@
 //
 // load() takes a path or a name. A name ("fusion_add_rms_norm") stands for the file
 // libestuary_<name>.so, looked for in order in
-//   1. each directory of ESTUARY_PLUGIN_PATH (colon-separated),
-//   2. `relative_to_dir` (the directory of the pipeline YAML that lists the plugin),
+//   1. `relative_to_dir` (the directory of the pipeline YAML that lists the plugin),
+//   2. each directory of ESTUARY_PLUGIN_PATH (colon-separated),
 //   3. the install directory: lib/estuary/plugins beside libestuary_core.so.
 // A file name ending in ".so" is looked for in the same directories. Anything containing
 // a '/' is a path, relative to `relative_to_dir` (or the working directory).

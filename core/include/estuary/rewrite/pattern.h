@@ -90,9 +90,14 @@ class PatternNode {
 
  private:
   friend class Pattern;
-  PatternNode(Pattern* pattern, uint32_t id) : pattern_(pattern), id_(id) {}
+  PatternNode(Pattern* pattern, uint32_t id, uint32_t first_output, uint32_t num_outputs)
+      : pattern_(pattern), id_(id), first_output_(first_output), num_outputs_(num_outputs) {}
   Pattern* pattern_ = nullptr;
   uint32_t id_ = 0;
+  // A node's outputs are consecutive values; knowing them here lets out() work without the
+  // Pattern object (in checks and replacements, after the Pattern has moved).
+  uint32_t first_output_ = 0;
+  uint32_t num_outputs_ = 0;
 };
 
 class Pattern {

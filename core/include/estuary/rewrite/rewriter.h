@@ -30,9 +30,9 @@ class Rewriter {
   Rewriter(Graph& graph, Node* insert_before) : graph_(&graph), insert_before_(insert_before) {}
 
   Graph& graph() const { return *graph_; }
-  // A node of op `op` ("Mul", "estuary::AddRMSNorm"). Output types left undefined are
-  // inferred from the op schema after the replacement returns; where the schema has no
-  // inference, a value replacing a result takes the result's type.
+  // A node of op `op` ("Mul", "estuary::AddRMSNorm"). After the replacement returns, a new
+  // value replacing a result takes the result's type if the replacement left it unset;
+  // nodes with outputs of still unknown type are inferred from their op schemas.
   Node* create(std::string_view op, const std::vector<Value*>& inputs, size_t num_outputs = 1);
   // The nodes created so far, in order.
   const std::vector<Node*>& created() const { return created_; }
@@ -63,7 +63,7 @@ struct RewriteOptions {
   // Also rewrite inside subgraphs (If branches, Loop bodies).
   bool subgraphs = true;
   // Guard against patterns that undo each other: more rewrites than this raise an Error
-  // naming the last pattern applied. 0: ten per node of the graph, at least 1000.
+  // naming the last pattern applied. 0: 1000 plus ten per node of the graphs visited.
   int64_t max_rewrites = 0;
 };
 
