@@ -115,6 +115,8 @@ TEST(Graph, MutableInputUpdates) {
   EXPECT_EQ(graph.inputUpdates().size(), 1u);
   EXPECT_EQ(graph.inputUpdates()[0].new_value, add->output());
   EXPECT_THROW(graph.setInputUpdate(x, add->output()), Error);
+  EXPECT_THROW(graph.setInputUpdate(cache, nullptr), Error);
+  EXPECT_THROW(graph.addOutput(nullptr), Error);
   graph.removeInputUpdate(cache);
   EXPECT_EQ(graph.inputUpdate(cache), nullptr);
   expectUseListsConsistent(graph);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "estuary/ir/shape.h"
+#include "estuary/support/error.h"
 
 namespace estuary {
 namespace {
@@ -30,6 +31,13 @@ TEST(Dim, ArithmeticStaysExact) {
   EXPECT_TRUE((batch + Dim()).isUnknown());
   EXPECT_EQ(Dim() * Dim(0), Dim(0));
   EXPECT_TRUE((Dim(1) - Dim(2)).isUnknown());
+}
+
+TEST(Dim, SymbolNamesMustBeIdentifiers) {
+  EXPECT_THROW(Dim::symbol("batch size"), Error);
+  EXPECT_THROW(Dim::symbol("2x"), Error);
+  EXPECT_THROW(Dim::symbol(""), Error);
+  EXPECT_NO_THROW(Dim::symbol("_seq2"));
 }
 
 TEST(Dim, ListsItsSymbols) {

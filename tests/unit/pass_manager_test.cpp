@@ -249,6 +249,25 @@ TEST_F(PassManagerTest, SwitchesOverrideThePipeline) {
   EXPECT_EQ(other_runs_, 1);
 }
 
+TEST_F(PassManagerTest, SwitchFileFromDisk) {
+  fs::create_directories(dump_dir_);
+  fs::path file = dump_dir_ / "switches.yaml";
+  std::ofstream(file) << "# like ATC's fusion switch file\ncount: on\nother: off\n";
+  auto graph = chain(1);
+  auto pm = manager("passes:\n  - pass: count\n    enabled: false\n  - other\n");
+  pm->applySwitches(loadPassSwitchFile(file.string()));
+  pm->run(*graph);
+  EXPECT_EQ(count_runs_, 1);
+  EXPECT_EQ(other_runs_, 0);
+  std::ofstream(file) << "count: on\nohter: off\n";
+  try {
+    pm->applySwitches(loadPassSwitchFile(file.string()));
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("cannot switch 'ohter'"));
+  }
+}
+
 TEST_F(PassManagerTest, SwitchingAGroupOffSkipsItsPasses) {
   auto graph = chain(1, 1);
   auto pm = manager("passes:\n  - group: cleanup\n    passes: [erase-one]\n");

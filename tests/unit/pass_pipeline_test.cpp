@@ -332,6 +332,16 @@ TEST(PipelinePlugins, APluginPathThatIsNotASharedObjectIsRefused) {
   EXPECT_THAT(message, HasSubstr("README.md"));
 }
 
+TEST(PipelinePlugins, PipelinesBuiltInCodeLoadTheirPluginsOnRequest) {
+  Pipeline pipeline;
+  pipeline.base_dir = ESTUARY_SOURCE_DIR "/configs";
+  pipeline.plugins = {"fusion_add_rms_norm"};
+  loadPipelinePlugins(pipeline);
+  EXPECT_NE(PassRegistry::global().find("fuse_add_rms_norm"), nullptr);
+  pipeline.plugins = {"fusion_missing"};
+  EXPECT_THROW(loadPipelinePlugins(pipeline), Error);
+}
+
 TEST(ShippedPipelines, AllLoadWithTheCoreAndPluginPasses) {
   for (const char* name : {"O0", "O1", "O2", "debug"}) {
     Pipeline pipeline = loadPipelineFile(std::string(ESTUARY_SOURCE_DIR) + "/configs/" + name + ".yaml");

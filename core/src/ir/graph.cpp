@@ -267,11 +267,13 @@ std::vector<Value*> Graph::outputs() const {
 }
 
 void Graph::addOutput(Value* value) {
+  if (!value) raise("graph '", name_, "': an output must be a value, not absent");
   return_node_->insertInput(num_outputs_, value);
   ++num_outputs_;
 }
 
 void Graph::setOutput(size_t i, Value* value) {
+  if (!value) raise("graph '", name_, "': an output must be a value, not absent");
   if (i >= num_outputs_) raise("graph '", name_, "' has ", num_outputs_, " outputs, cannot set #", i);
   return_node_->setInput(i, value);
 }
@@ -289,6 +291,7 @@ void Graph::setInputUpdate(Value* input, Value* new_value) {
   if (!input->isMutableInput()) {
     raise("graph '", name_, "': input '", input->name(), "' is not mutable, it cannot be updated");
   }
+  if (!new_value) raise("graph '", name_, "': the update of input '", input->name(), "' must be a value");
   auto it = std::find(update_targets_.begin(), update_targets_.end(), input);
   if (it != update_targets_.end()) {
     return_node_->setInput(num_outputs_ + static_cast<size_t>(it - update_targets_.begin()), new_value);

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "estuary/support/error.h"
+
 namespace estuary {
 
 // A polynomial with integer coefficients over named symbols. Each monomial is a sorted
@@ -78,6 +80,12 @@ Dim Dim::fromExpr(std::shared_ptr<const Expr> expr) {
 }
 
 Dim Dim::symbol(std::string_view name) {
+  // Symbols must read back from the text form: an identifier, as Dim::parse accepts.
+  bool identifier = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                    std::all_of(name.begin(), name.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                    });
+  if (!identifier) raise("symbolic dimension name '", name, "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
   auto expr = std::make_shared<Expr>();
   expr->add({std::string(name)}, 1);
   expr->finish();

@@ -44,7 +44,11 @@ const OperandSpec* specAt(const std::vector<OperandSpec>& specs, size_t index) {
 class Verifier {
  public:
   Verifier(const Graph& root, const VerifyOptions& options)
-      : options_(options), registry_(options.registry ? *options.registry : OpRegistry::global()) {
+      : options_(options),
+        registry_(options.registry ? *options.registry : OpRegistry::global()),
+        positions_(root.numNodes()),
+        value_indices_(root.numNodes() + root.inputs().size()) {
+    values_.reserve(root.numNodes() + root.inputs().size());
     indexGraph(root, "graph '" + root.name() + "'");
   }
 

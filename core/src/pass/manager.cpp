@@ -274,7 +274,9 @@ void PassManager::dump(const Graph& graph, std::string_view stage, const std::st
 
 void PassManager::verify(const Graph& graph, const Step* after) const {
   try {
-    verifyGraph(graph);
+    VerifyOptions options;
+    options.registry = context_.ops;
+    verifyGraph(graph, options);
   } catch (const Error& error) {
     if (!after) raise("the input graph fails verification before any pass ran: ", error.what());
     std::string where = after->spec->origin.empty() ? "" : " (" + after->spec->origin + ")";

@@ -21,6 +21,7 @@ class Dim {
   Dim() = default;
   // A static dimension (value >= 0).
   Dim(int64_t value);  // NOLINT(google-explicit-constructor): dims read naturally as integers
+  // A symbol; the name must be an identifier ([A-Za-z_][A-Za-z0-9_]*), else an Error.
   static Dim symbol(std::string_view name);
   static Dim unknown() { return Dim(); }
   // Parses "3", "?", "batch", "batch*seq", "past+1", "2*seq+1". Returns nullopt on bad text.
