@@ -225,7 +225,7 @@ void PassRegistry::add(PassInfo info, std::shared_ptr<const void> keep_alive) {
   }
   if (entries_.count(info.name)) raise("pass '", info.name, "' is already registered");
   std::string name = info.name;
-  entries_.emplace(std::move(name), Entry{std::move(info), std::move(keep_alive)});
+  entries_.emplace(std::move(name), Entry{std::move(keep_alive), std::move(info)});
 }
 
 const PassInfo* PassRegistry::find(std::string_view name) const {

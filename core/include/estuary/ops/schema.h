@@ -221,6 +221,8 @@ class OpSchema {
   // Checks input dtypes and binds type variables (one entry per type constraint).
   void bindTypes(const Node& node, std::vector<DType>& bindings) const;
 
+  // First, so it is destroyed last: the inference function may be plugin code.
+  std::shared_ptr<const void> keep_alive_;
   std::string op_type_;
   std::string domain_;
   std::string doc_;
@@ -229,7 +231,6 @@ class OpSchema {
   std::vector<AttrSpec> attrs_;
   std::vector<TypeConstraint> type_constraints_;
   InferenceFn inference_;
-  std::shared_ptr<const void> keep_alive_;
 };
 
 // Lookups may run concurrently; add() must not run concurrently with anything else

@@ -109,8 +109,9 @@ class PassRegistry {
 
  private:
   struct Entry {
-    PassInfo info;
+    // First, so it is destroyed last: the factory may be plugin code.
     std::shared_ptr<const void> keep_alive;
+    PassInfo info;
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };
