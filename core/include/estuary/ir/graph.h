@@ -227,6 +227,9 @@ class Graph {
   // Erases a node whose outputs have no uses.
   void eraseNode(Node* node);
   size_t numNodes() const { return num_nodes_; }
+  // Every node id of this graph is below this bound (nodes created later get higher ids),
+  // so tables indexed by node id can be sized once.
+  uint64_t nodeIdBound() const { return next_node_id_; }
   Node* firstNode() const { return head_; }
   Node* lastNode() const { return tail_; }
 
