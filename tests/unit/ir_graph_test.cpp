@@ -306,6 +306,48 @@ TEST(Graph, CloneIsDeepAndIndependent) {
   EXPECT_EQ(neg->output()->uses().size(), 2u);
 }
 
+TEST(Graph, CloneMapsCapturesAcrossNestingLevels) {
+  Graph graph("g");
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  Value* x = graph.addInput("x", f32({4}));
+  Node* outer_if = graph.createNode("If", {cond});
+  Node* exp = graph.createNode("Exp", {x});  // defined after the If that captures it
+  auto middle = std::make_shared<Graph>("middle");
+  Node* inner_if = middle->createNode("If", {cond});
+  Node* middle_neg = middle->createNode("Neg", {x});
+  auto inner = std::make_shared<Graph>("inner");
+  // Captures from two and one levels up, and an output that is a captured value.
+  Node* add = inner->createNode("Add", {exp->output(), middle_neg->output()});
+  inner->addOutput(add->output());
+  inner->addOutput(x);
+  inner_if->setAttr("then_branch", inner);
+  middle->addOutput(inner_if->output());
+  outer_if->setAttr("then_branch", middle);
+  graph.addOutput(outer_if->output());
+
+  std::unique_ptr<Graph> copy = graph.clone();
+  Node* copied_exp = copy->lastNode();
+  Graph* copied_middle = copy->firstNode()->subgraphs().at(0);
+  Node* copied_middle_neg = copied_middle->lastNode();
+  Graph* copied_inner = copied_middle->firstNode()->subgraphs().at(0);
+  Node* copied_add = copied_inner->firstNode();
+  EXPECT_EQ(copied_add->input(0), copied_exp->output());
+  EXPECT_EQ(copied_add->input(1), copied_middle_neg->output());
+  EXPECT_EQ(copied_middle_neg->input(0), copy->input(1));
+  EXPECT_EQ(copied_inner->output(1), copy->input(1));
+  EXPECT_EQ(copied_middle->firstNode()->input(0), copy->input(0));
+  EXPECT_EQ(exp->output()->uses().size(), 1u);
+  EXPECT_EQ(copied_exp->output()->uses().size(), 1u);
+
+  // Cloned alone, a subgraph keeps referring to the values it captures from outside.
+  std::unique_ptr<Graph> inner_copy = inner->clone();
+  EXPECT_EQ(inner_copy->firstNode()->input(0), exp->output());
+  EXPECT_EQ(inner_copy->firstNode()->input(1), middle_neg->output());
+  EXPECT_EQ(inner_copy->output(1), x);
+  inner_copy.reset();
+  EXPECT_EQ(exp->output()->uses().size(), 1u);
+}
+
 TEST(Graph, SharingASubgraphCopiesIt) {
   Graph graph;
   Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));

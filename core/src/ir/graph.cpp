@@ -537,47 +537,58 @@ void Graph::sortTopologically() {
   for (Node* node : order) link(node, nullptr);
 }
 
-std::unique_ptr<Graph> Graph::clone() const {
-  std::unordered_map<const Value*, Value*> map;
-  return cloneInto(map);
-}
+// The graphs being cloned, innermost first: how a value of one of them maps to its copy.
+struct Graph::CloneScope {
+  const Graph* source;
+  Graph* copy;
+  std::vector<Node*> twins;  // by source node id
+  const CloneScope* outer;
 
-std::unique_ptr<Graph> Graph::cloneInto(std::unordered_map<const Value*, Value*>& map) const {
+  // The copy of `value`; a value defined outside every graph being cloned is kept.
+  Value* map(Value* value) const {
+    if (!value) return nullptr;
+    for (const CloneScope* scope = this; scope; scope = scope->outer) {
+      if (value->graph() != scope->source) continue;
+      if (value->isGraphInput()) return scope->copy->input(value->index());
+      return scope->twins[value->producer()->id()]->output(value->index());
+    }
+    return value;
+  }
+};
+
+std::unique_ptr<Graph> Graph::clone() const { return cloneInto(nullptr); }
+
+std::unique_ptr<Graph> Graph::cloneInto(const CloneScope* outer) const {
   auto copy = std::make_unique<Graph>(name_);
+  CloneScope scope{this, copy.get(), std::vector<Node*>(next_node_id_), outer};
   for (const auto& input : inputs_) {
-    map[input.get()] = copy->addInput(input->name(), input->type(), input->isMutableInput());
+    copy->addInput(input->name(), input->type(), input->isMutableInput());
   }
   // First every node and its outputs, so operands can refer forward; then operands and
   // subgraphs, which may capture any value of this graph.
-  std::vector<std::pair<const Node*, Node*>> pairs;
-  pairs.reserve(num_nodes_);
   for (Node* node = head_; node; node = node->next_) {
     Node* twin = new Node(copy.get(), node->op_, copy->next_node_id_++);
     twin->name_ = node->name_;
-    for (const auto& output : node->outputs_) {
-      map[output.get()] = twin->addOutput(output->type(), output->name());
-    }
+    twin->outputs_.reserve(node->outputs_.size());
+    for (const auto& output : node->outputs_) twin->addOutput(output->type(), output->name());
     copy->link(twin, nullptr);
-    pairs.emplace_back(node, twin);
+    scope.twins[node->id_] = twin;
   }
-  auto mapped = [&map](Value* value) -> Value* {
-    if (!value) return nullptr;
-    auto it = map.find(value);
-    return it == map.end() ? value : it->second;
-  };
-  for (const auto& [node, twin] : pairs) {
-    for (const Node::Operand& operand : node->operands_) twin->addInput(mapped(operand.value));
+  for (Node* node = head_; node; node = node->next_) {
+    Node* twin = scope.twins[node->id_];
+    twin->operands_.reserve(node->operands_.size());
+    for (const Node::Operand& operand : node->operands_) twin->addInput(scope.map(operand.value));
     for (const auto& [name, attr] : node->attributes_) {
       if (attr.kind() == AttrKind::Graph) {
-        twin->setAttr(name, std::shared_ptr<Graph>(attr.asGraph()->cloneInto(map)));
+        twin->setAttr(name, std::shared_ptr<Graph>(attr.asGraph()->cloneInto(&scope)));
       } else {
         twin->attributes_.set(name, attr);
       }
     }
   }
-  for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(mapped(return_node_->input(i)));
+  for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(scope.map(return_node_->input(i)));
   for (const InputUpdate& update : inputUpdates()) {
-    copy->setInputUpdate(map.at(update.input), mapped(update.new_value));
+    copy->setInputUpdate(scope.map(update.input), scope.map(update.new_value));
   }
   return copy;
 }

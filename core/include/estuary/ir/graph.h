@@ -279,7 +279,8 @@ class Graph {
  private:
   friend class Node;
   friend class Value;
-  std::unique_ptr<Graph> cloneInto(std::unordered_map<const Value*, Value*>& map) const;
+  struct CloneScope;
+  std::unique_ptr<Graph> cloneInto(const CloneScope* outer) const;
   Node* allocateNode(std::string_view op_type, std::string_view domain);
   void link(Node* node, Node* position);
   void unlink(Node* node);
