@@ -31,6 +31,7 @@ KernelRegistry& KernelRegistry::global() {
   static KernelRegistry* registry = [] {
     auto* kernels = new KernelRegistry();
     cpu::registerElementwiseKernels(*kernels);
+    cpu::registerNnKernels(*kernels);
     return kernels;
   }();
   return *registry;
