@@ -135,7 +135,10 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
     bias = OnednnArg{DNNL_ARG_BIAS, OnednnArg::Source::Input, input, plainDesc(dims, vector.dtype)};
     return true;
   };
-  if (context.hasInput(2)) {
+  // The op's own bias (input 2), else a leading Bias step, is the primitive's bias.
+  bool own_bias_in_steps = false;
+  for (const EpilogueStep& step : steps) own_bias_in_steps |= step.kind != EpilogueStep::Kind::Activation && step.input == 2;
+  if (context.hasInput(2) && !own_bias_in_steps) {
     biasArg(2);
   } else if (!steps.empty() && steps.front().kind == EpilogueStep::Kind::Bias && context.hasInput(steps.front().input) &&
              biasArg(steps.front().input)) {

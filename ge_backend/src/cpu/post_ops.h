@@ -64,8 +64,10 @@ struct ActivationLayout {
   dnnl::memory::format_tag dst = dnnl::memory::format_tag::undef;
 };
 
-// Kernels for the base ops with an epilogue. Inputs: the op's own, then the epilogue's
-// operands at the indices its steps name. They return nullptr when the case is not
+// Kernels for the base ops with an epilogue. Inputs: the op's full input list (an absent
+// optional input stays a hole: Conv's B is input 2, Gemm's C input 2), then the epilogue's
+// operands at the indices its steps name. A Bias step naming Conv's own input 2 makes it
+// the primitive's bias. They return nullptr when the case is not
 // supported (a dtype without oneDNN support, an operand broadcast oneDNN cannot apply);
 // the registered factories call them with an empty epilogue. oneDNN 2.6 gives every
 // eltwise step of one algorithm the alpha/beta of the first one, so an epilogue with two
