@@ -3,6 +3,8 @@
 // format the primitive prefers. Activations are plain NC+spatial unless the caller's
 // ActivationLayout asks for a blocked format. Everything else (f64, more than three
 // spatial axes, cases oneDNN declines) runs on an own im2col + GEMM kernel.
+#include <array>
+
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
 #include "cpu/post_ops.h"
@@ -112,12 +114,113 @@ dnnl::memory::desc weightsDesc(const ConvGeometry& geometry, DType dtype, bool t
   return dnnl::memory::desc(dims, dnnlType(dtype), strides);
 }
 
+struct ConvPrimitive {
+  dnnl::primitive primitive;
+  dnnl::memory::desc src, dst, weights, scratchpad;
+  std::string label;
+  // oneDNN's fast convolutions are its direct JIT kernels; "gemm" (im2col + GEMM) and
+  // "ref" are what it falls back to, e.g. for plain NCHW activations.
+  bool direct() const { return label.find("gemm") == std::string::npos && label.find("ref") == std::string::npos; }
+};
+
+std::optional<ConvPrimitive> convPrimitive(const dnnl::engine& engine, bool transpose, const dnnl::memory::desc& src,
+                                           const dnnl::memory::desc& weights, const dnnl::memory::desc& bias,
+                                           const dnnl::memory::desc& dst, const ConvGeometry& geometry,
+                                           const dnnl::primitive_attr& attr) {
+  dnnl::memory::dims strides(geometry.strides.begin(), geometry.strides.end());
+  dnnl::memory::dims dilations, pad_l(geometry.pad_begin.begin(), geometry.pad_begin.end()),
+      pad_r(geometry.pad_end.begin(), geometry.pad_end.end());
+  for (int64_t d : geometry.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
+  ConvPrimitive result;
+  try {
+    if (!transpose) {
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           src, weights, bias, dst, strides, dilations, pad_l, pad_r);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+      result = {dnnl::convolution_forward(pd), pd.src_desc(), pd.dst_desc(), pd.weights_desc(),
+                pd.scratchpad_desc(), "onednn:conv " + implName(pd)};
+    } else {
+      dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                             dnnl::algorithm::deconvolution_direct, src, weights, bias, dst, strides,
+                                             dilations, pad_l, pad_r);
+      dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine);
+      result = {dnnl::deconvolution_forward(pd), pd.src_desc(), pd.dst_desc(), pd.weights_desc(),
+                pd.scratchpad_desc(), "onednn:deconv " + implName(pd)};
+    }
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+  return result;
+}
+
+// A convolution on plain tensors computed in the blocked layout oneDNN's direct kernels
+// want: input 0 is reordered into scratch, the convolution writes a blocked result into
+// scratch, which is reordered into output 0. Used where oneDNN has no direct kernel for
+// the plain layout (until a layout pass keeps whole conv chains blocked).
+class ReorderedConvKernel final : public Kernel {
+ public:
+  ReorderedConvKernel(std::unique_ptr<Kernel> to_blocked, std::unique_ptr<Kernel> conv,
+                      std::unique_ptr<Kernel> to_plain, size_t src_bytes, size_t dst_bytes, size_t num_inputs)
+      : to_blocked_(std::move(to_blocked)), conv_(std::move(conv)), to_plain_(std::move(to_plain)),
+        src_bytes_((src_bytes + 63) / 64 * 64), dst_bytes_((dst_bytes + 63) / 64 * 64), num_inputs_(num_inputs) {}
+
+  size_t scratchBytes() const override {
+    return src_bytes_ + dst_bytes_ +
+           std::max({to_blocked_->scratchBytes(), conv_->scratchBytes(), to_plain_->scratchBytes()});
+  }
+  std::unique_ptr<KernelState> createState() const override {
+    auto state = std::make_unique<States>();
+    state->to_blocked = to_blocked_->createState();
+    state->conv = conv_->createState();
+    state->to_plain = to_plain_->createState();
+    return state;
+  }
+  void run(const KernelArgs& args, KernelState* raw_state) const override {
+    auto* state = static_cast<States*>(raw_state);
+    auto* scratch = static_cast<std::byte*>(args.scratch);
+    void* src = scratch;
+    void* dst = scratch + src_bytes_;
+    void* inner_scratch = scratch + src_bytes_ + dst_bytes_;
+    const void* reorder_in[] = {args.inputs[0]};
+    void* reorder_out[] = {src};
+    to_blocked_->run({reorder_in, reorder_out, inner_scratch, args.num_threads, args.device}, state->to_blocked.get());
+    std::array<const void*, kMaxInputs> inputs{};
+    for (size_t i = 0; i < num_inputs_; ++i) inputs[i] = args.inputs[i];
+    inputs[0] = src;
+    void* conv_out[] = {dst};
+    conv_->run({inputs.data(), conv_out, inner_scratch, args.num_threads, args.device}, state->conv.get());
+    const void* blocked_in[] = {dst};
+    to_plain_->run({blocked_in, args.outputs, inner_scratch, args.num_threads, args.device}, state->to_plain.get());
+  }
+  std::string name() const override { return conv_->name() + " (blocked inside)"; }
+
+  static constexpr size_t kMaxInputs = 16;
+
+ private:
+  struct States final : KernelState {
+    std::unique_ptr<KernelState> to_blocked, conv, to_plain;
+  };
+  std::unique_ptr<Kernel> to_blocked_, conv_, to_plain_;
+  size_t src_bytes_, dst_bytes_, num_inputs_;
+};
+
+std::unique_ptr<Kernel> reorderKernel(const dnnl::engine& engine, const dnnl::memory::desc& from,
+                                      const dnnl::memory::desc& to) {
+  dnnl::reorder::primitive_desc pd(engine, from, engine, to, scratchpadAttr());
+  return std::make_unique<OnednnKernel>(
+      "onednn:reorder", engine, dnnl::reorder(pd), pd.scratchpad_desc().get_size(),
+      std::vector<OnednnArg>{{DNNL_ARG_FROM, OnednnArg::Source::Input, 0, from},
+                             {DNNL_ARG_TO, OnednnArg::Source::Output, 0, to},
+                             {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}});
+}
+
 std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
                                    const Epilogue& epilogue, const ActivationLayout& layout) {
   const DType dtype = context.output(0).dtype;
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return nullptr;
   if (geometry.in.size() < 1 || geometry.in.size() > 3) return nullptr;
   const dnnl::engine& engine = cpuOf(context).engine();
+  const bool plain = layout.src == dnnl::memory::format_tag::undef && layout.dst == dnnl::memory::format_tag::undef;
   dnnl::memory::desc src = activationDesc(context.input(0), layout.src);
   dnnl::memory::desc dst = activationDesc(context.output(0), layout.dst);
   dnnl::memory::desc weights = weightsDesc(geometry, dtype, transpose);
@@ -149,51 +252,37 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
   if (!appendEpilogue(context, steps, dst, 1, layout.dst, post_ops, args)) return nullptr;
   dnnl::primitive_attr attr = scratchpadAttr();
   attr.set_post_ops(post_ops);
-
-  dnnl::memory::dims strides(geometry.strides.begin(), geometry.strides.end());
-  dnnl::memory::dims dilations, pad_l(geometry.pad_begin.begin(), geometry.pad_begin.end()),
-      pad_r(geometry.pad_end.begin(), geometry.pad_end.end());
-  for (int64_t d : geometry.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
   dnnl::memory::desc bias_md = bias ? bias->desc : dnnl::memory::desc();
-  dnnl::primitive primitive;
-  dnnl::memory::desc packed_weights;
-  std::string label;
-  dnnl::memory::desc scratchpad;
-  try {
-    if (!transpose) {
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                           src, weights_request, bias_md, dst, strides, dilations, pad_l, pad_r);
-      dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
-      primitive = dnnl::convolution_forward(pd);
-      packed_weights = pd.weights_desc();
-      scratchpad = pd.scratchpad_desc();
-      label = "onednn:conv " + implName(pd);
-    } else {
-      dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::deconvolution_direct, src, weights_request, bias_md,
-                                             dst, strides, dilations, pad_l, pad_r);
-      dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine);
-      primitive = dnnl::deconvolution_forward(pd);
-      packed_weights = pd.weights_desc();
-      scratchpad = pd.scratchpad_desc();
-      label = "onednn:deconv " + implName(pd);
-    }
-  } catch (const dnnl::error&) {
-    return nullptr;
+
+  std::optional<ConvPrimitive> conv =
+      convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, attr);
+  std::optional<ConvPrimitive> blocked;
+  if (plain && (!conv || !conv->direct())) {
+    auto any = [&](const dnnl::memory::desc& desc) {
+      return dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::any);
+    };
+    blocked = convPrimitive(engine, transpose, any(src), weights_request, bias_md, any(dst), geometry, attr);
+    if (blocked && (!blocked->direct() || context.numInputs() > ReorderedConvKernel::kMaxInputs)) blocked.reset();
   }
-  args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src});
-  args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst});
-  args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, scratchpad});
+  if (!conv && !blocked) return nullptr;
+  const ConvPrimitive& chosen = blocked ? *blocked : *conv;
+  args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
+  args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
+  args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
   std::vector<std::vector<std::byte>> owned;
   if (constant_weights) {
-    owned.push_back(reorderConstant(engine, constant_weights->data(), weights, packed_weights));
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, packed_weights, owned.back().data()});
+    owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
+    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
   } else {
     args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
   }
   if (bias) args.push_back(*bias);
-  return std::make_unique<PackedOnednnKernel>(label, engine, std::move(primitive), scratchpad.get_size(), std::move(args),
-                                              std::move(owned));
+  auto kernel = std::make_unique<PackedOnednnKernel>(chosen.label, engine, chosen.primitive,
+                                                     chosen.scratchpad.get_size(), std::move(args), std::move(owned));
+  if (!blocked) return kernel;
+  return std::make_unique<ReorderedConvKernel>(reorderKernel(engine, src, blocked->src), std::move(kernel),
+                                               reorderKernel(engine, blocked->dst, dst), blocked->src.get_size(),
+                                               blocked->dst.get_size(), context.numInputs());
 }
 
 // ---------------------------------------------------------------------------- own kernel

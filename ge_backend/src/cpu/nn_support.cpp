@@ -200,7 +200,21 @@ std::unique_ptr<Kernel> buildInF32(const KernelBuildContext& context, const NnFa
 
 }  // namespace
 
+// oneDNN sizes its work split to the OpenMP thread count when a primitive is created:
+// create it for the thread count the kernel will run with.
+class BuildThreads {
+ public:
+  explicit BuildThreads(int threads) : saved_(omp_get_max_threads()) {
+    if (threads > 0) omp_set_num_threads(threads);
+  }
+  ~BuildThreads() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory) {
+  BuildThreads threads(context.maxThreads());
   bool has_f16 = false, has_bf16 = false;
   for (size_t i = 0; i < context.numInputs(); ++i) {
     has_f16 |= context.hasInput(i) && context.input(i).dtype == DType::F16;
@@ -215,7 +229,7 @@ std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, co
     return factory(context);
   }
   std::unique_ptr<Kernel> kernel = factory(context);
-  if (has_bf16 && kernel && kernel->name().find(" ref:") != std::string::npos) {
+  if (has_bf16 && (!kernel || kernel->name().find(" ref:") != std::string::npos)) {
     if (std::unique_ptr<Kernel> f32_kernel = buildInF32(context, factory)) return f32_kernel;
   }
   return kernel;
