@@ -13,10 +13,10 @@ struct ConvCase {
   int64_t out_channels;
   std::vector<int64_t> kernel;
   int64_t group = 1;
-  std::vector<int64_t> strides, dilations, pads;  // empty: defaults
+  std::vector<int64_t> strides = {}, dilations = {}, pads = {};  // empty: defaults
   std::string auto_pad = "NOTSET";
   bool bias = true;
-  std::vector<int64_t> output_padding;            // ConvTranspose
+  std::vector<int64_t> output_padding = {};       // ConvTranspose
 };
 
 std::string ints(const std::vector<int64_t>& values) {
@@ -33,9 +33,12 @@ struct Resolved {
 Resolved resolve(const ConvCase& c, bool transpose) {
   const size_t spatial = c.kernel.size();
   Resolved r;
-  r.strides = c.strides.empty() ? std::vector<int64_t>(spatial, 1) : c.strides;
-  r.dilations = c.dilations.empty() ? std::vector<int64_t>(spatial, 1) : c.dilations;
-  std::vector<int64_t> pads = c.pads.empty() ? std::vector<int64_t>(2 * spatial, 0) : c.pads;
+  r.strides = c.strides;
+  if (r.strides.empty()) r.strides.assign(spatial, 1);
+  r.dilations = c.dilations;
+  if (r.dilations.empty()) r.dilations.assign(spatial, 1);
+  std::vector<int64_t> pads = c.pads;
+  if (pads.empty()) pads.assign(2 * spatial, 0);
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t in = c.x[2 + i], extent = (c.kernel[i] - 1) * r.dilations[i] + 1;
     const int64_t output_padding = c.output_padding.empty() ? 0 : c.output_padding[i];

@@ -8,7 +8,7 @@ namespace {
 struct PoolCase {
   std::vector<int64_t> x;
   std::vector<int64_t> kernel;
-  std::vector<int64_t> strides, dilations, pads;  // empty: defaults
+  std::vector<int64_t> strides = {}, dilations = {}, pads = {};  // empty: defaults
   bool ceil_mode = false;
   std::string auto_pad = "NOTSET";
   bool count_include_pad = false;
@@ -30,9 +30,12 @@ struct PoolReference {
 // inside the input, or inside input + explicit pads with count_include_pad.
 PoolReference referencePool(const PoolCase& c, const TestTensor& x, bool max) {
   const size_t spatial = c.kernel.size();
-  std::vector<int64_t> strides = c.strides.empty() ? std::vector<int64_t>(spatial, 1) : c.strides;
-  std::vector<int64_t> dilations = c.dilations.empty() ? std::vector<int64_t>(spatial, 1) : c.dilations;
-  std::vector<int64_t> pads = c.pads.empty() ? std::vector<int64_t>(2 * spatial, 0) : c.pads;
+  std::vector<int64_t> strides = c.strides;
+  if (strides.empty()) strides.assign(spatial, 1);
+  std::vector<int64_t> dilations = c.dilations;
+  if (dilations.empty()) dilations.assign(spatial, 1);
+  std::vector<int64_t> pads = c.pads;
+  if (pads.empty()) pads.assign(2 * spatial, 0);
   std::vector<int64_t> out(spatial), begin(spatial), end(spatial);
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t in = c.x[2 + i], extent = (c.kernel[i] - 1) * dilations[i] + 1;

@@ -381,7 +381,7 @@ class OwnGroupNormKernel final : public Kernel {
       : batch_(context.input(0).dims[0]), channels_(context.input(0).dims[1]), groups_(groups),
         epsilon_(context.floatAttr("epsilon")), scale_type_(context.input(1).dtype),
         bias_type_(context.input(2).dtype), instance_(instance) {
-    spatial_ = batch_ * channels_ ? context.input(0).numElements() / (batch_ * channels_) : 0;
+    spatial_ = batch_ > 0 && channels_ > 0 ? context.input(0).numElements() / (batch_ * channels_) : 0;
   }
   size_t scratchBytes() const override { return static_cast<size_t>(2 * channels_) * sizeof(Acc); }
 
