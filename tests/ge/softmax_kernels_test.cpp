@@ -72,5 +72,24 @@ TEST(SoftmaxKernels, FloatSoftmaxUsesOnednn) {
   EXPECT_TRUE(usesKernel(result, "onednn:softmax")) << result.kernels[0];
 }
 
+// Empty batches run (and produce empty outputs) through every family.
+TEST(NnKernels, ZeroSizedBatches) {
+  RunResult result = runGraph(
+      "graph @g(%x: f32[0,4,6,6], %w: f32[4,4,3,3], %s: f32[4], %r: f32[0,6], %s6: f32[6]) {\n"
+      "  %c = Conv(%x, %w) : f32[0,4,4,4]\n"
+      "  %p = MaxPool(%x) {kernel_shape = [2, 2]} : f32[0,4,5,5]\n"
+      "  %a = GlobalAveragePool(%x) : f32[0,4,1,1]\n"
+      "  %b = BatchNormalization(%x, %s, %s, %s, %s) : f32[0,4,6,6]\n"
+      "  %g = GroupNormalization(%x, %s, %s) {num_groups = 2} : f32[0,4,6,6]\n"
+      "  %sm = Softmax(%r) : f32[0,6]\n"
+      "  %l = LayerNormalization(%r, %s6) : f32[0,6]\n"
+      "  return %c, %p, %a, %b, %g, %sm, %l\n}",
+      {TestTensor{DType::F32, {0, 4, 6, 6}, {}}, randomTensor(DType::F32, {4, 4, 3, 3}, 1),
+       randomTensor(DType::F32, {4}, 2, 0.5, 1.0), TestTensor{DType::F32, {0, 6}, {}},
+       randomTensor(DType::F32, {6}, 3)});
+  ASSERT_EQ(result.outputs.size(), 7u);
+  for (const TestTensor& output : result.outputs) EXPECT_EQ(output.count(), 0);
+}
+
 }  // namespace
 }  // namespace estuary::ge::nn_test
