@@ -125,6 +125,33 @@ TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
   }
 }
 
+// bf16 products run on AMX tiles where the CPU has them (this machine does); f16, which
+// oneDNN 2.6 cannot compute here, is converted to f32 around the f32 primitive.
+TEST(MatMulKernels, SixteenBitTypesUseTheBestOnednnPath) {
+  const bool amx = cpuDevice().isa().find("amx") != std::string::npos;
+  TestTensor a = inputFor(DType::BF16, {64, 64}, 1), b = inputFor(DType::BF16, {64, 64}, 2);
+  RunResult bf16 = runGraph("graph @g(%a: bf16[64,64]) {\n" + constantLine("b", b) +
+                                "  %y = MatMul(%a, %b) : bf16[64,64]\n  return %y\n}",
+                            {a});
+  EXPECT_TRUE(usesKernel(bf16, "onednn:matmul")) << bf16.kernels[0];
+  if (amx) {
+    EXPECT_NE(bf16.kernels[0].find("amx"), std::string::npos) << bf16.kernels[0];
+  }
+  TestTensor x = randomTensor(DType::BF16, {1, 32, 8, 8}, 3), w = randomTensor(DType::BF16, {32, 32, 3, 3}, 4);
+  RunResult conv = runGraph("graph @g(%x: bf16[1,32,8,8]) {\n" + constantLine("w", w) +
+                                "  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]} : bf16[1,32,8,8]\n  return %y\n}",
+                            {x});
+  EXPECT_TRUE(usesKernel(conv, "onednn:conv")) << conv.kernels[0];
+  if (amx) {
+    EXPECT_NE(conv.kernels[0].find("amx"), std::string::npos) << conv.kernels[0];
+  }
+  TestTensor h = inputFor(DType::F16, {8, 8}, 5);
+  RunResult f16 = runGraph("graph @g(%a: f16[8,8], %b: f16[8,8]) {\n  %y = MatMul(%a, %b) : f16[8,8]\n  return %y\n}",
+                           {h, h});
+  EXPECT_NE(f16.kernels[0].find("onednn:matmul brg"), std::string::npos) << f16.kernels[0];
+  EXPECT_NE(f16.kernels[0].find("via f32"), std::string::npos) << f16.kernels[0];
+}
+
 // ---------------------------------------------------------------------------- Gemm
 
 struct GemmCase {
