@@ -200,18 +200,11 @@ std::unique_ptr<Kernel> buildInF32(const KernelBuildContext& context, const NnFa
 
 }  // namespace
 
-// oneDNN sizes its work split to the OpenMP thread count when a primitive is created:
-// create it for the thread count the kernel will run with.
-class BuildThreads {
- public:
-  explicit BuildThreads(int threads) : saved_(omp_get_max_threads()) {
-    if (threads > 0) omp_set_num_threads(threads);
-  }
-  ~BuildThreads() { omp_set_num_threads(saved_); }
+BuildThreads::BuildThreads(int threads) : saved_(omp_get_max_threads()) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
 
- private:
-  int saved_;
-};
+BuildThreads::~BuildThreads() { omp_set_num_threads(saved_); }
 
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory) {
   BuildThreads threads(context.maxThreads());

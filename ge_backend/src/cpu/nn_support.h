@@ -85,10 +85,24 @@ class PackedOnednnKernel final : public OnednnKernel {
   }
 };
 
-// Builds a kernel with `factory`, computing in f32 where oneDNN cannot do better: f16
-// tensors (oneDNN 2.6 has no f16 primitives on this CPU, only reorders) and bf16 cases
-// for which it offers only its reference implementation or that `factory` declines. The f32 kernel then runs on
-// converted copies of the 16-bit inputs in scratch and its outputs are converted back.
+// oneDNN sizes its work split to the OpenMP thread count when a primitive is created:
+// a factory holds one of these so that primitives are made for the threads they run with.
+class BuildThreads {
+ public:
+  explicit BuildThreads(int threads);
+  ~BuildThreads();
+  BuildThreads(const BuildThreads&) = delete;
+  BuildThreads& operator=(const BuildThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Builds a kernel with `factory` (under BuildThreads), computing in f32 where oneDNN
+// cannot do better: f16 tensors (oneDNN 2.6 has no f16 primitives on this CPU, only
+// reorders) and bf16 cases for which it offers only its reference implementation or that
+// `factory` declines. The f32 kernel then runs on converted copies of the 16-bit inputs
+// in scratch and its outputs are converted back.
 using NnFactory = std::function<std::unique_ptr<Kernel>(const KernelBuildContext&)>;
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory);
 
