@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <random>
 #include <unordered_map>
 
 #include "estuary/ir/graph.h"
@@ -133,6 +136,106 @@ TEST(Graph, TopologicalOrderIsStableAndSorts) {
   EXPECT_EQ(graph.nodeList(), (std::vector<Node*>{b, a, c}));
   graph.sortTopologically();
   EXPECT_EQ(graph.nodeList(), (std::vector<Node*>{a, b, c}));
+}
+
+// The order topologicalOrder() promises, computed naively: each time, the first node in
+// list order whose producers (of its operands and of values its subgraphs capture) are
+// all placed.
+std::vector<Node*> earliestReadyOrder(const Graph& graph) {
+  std::vector<Node*> remaining = graph.nodeList();
+  std::vector<Node*> order;
+  auto placed = [&](const Value* value) {
+    Node* producer = value ? value->producer() : nullptr;
+    return !producer || producer->graph() != &graph ||
+           std::find(order.begin(), order.end(), producer) != order.end();
+  };
+  std::function<bool(const Node*)> ready = [&](const Node* node) {
+    for (Value* input : node->inputs()) {
+      if (!placed(input)) return false;
+    }
+    for (Graph* subgraph : node->subgraphs()) {
+      for (Node* inner : subgraph->nodes()) {
+        if (!ready(inner)) return false;
+      }
+      for (Value* output : subgraph->outputs()) {
+        if (!placed(output)) return false;
+      }
+    }
+    return true;
+  };
+  while (!remaining.empty()) {
+    auto next = std::find_if(remaining.begin(), remaining.end(), ready);
+    if (next == remaining.end()) {
+      ADD_FAILURE() << "no ready node: the graph has a cycle";
+      break;
+    }
+    order.push_back(*next);
+    remaining.erase(next);
+  }
+  return order;
+}
+
+TEST(Graph, TopologicalOrderOfAShuffledGraphTakesTheEarliestReadyNode) {
+  Graph graph;
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  Value* x = graph.addInput("x", f32({4}));
+  std::mt19937 random(42);
+  std::vector<Value*> values{x};
+  for (int i = 0; i < 300; ++i) {
+    Value* a = values[random() % values.size()];
+    Value* b = values[random() % values.size()];
+    Node* node;
+    if (i % 25 == 0) {
+      // An If whose branch captures an earlier value: that use orders it too.
+      node = graph.createNode("If", {cond});
+      auto branch = std::make_shared<Graph>("then");
+      branch->addOutput(branch->createNode("Neg", {a})->output());
+      node->setAttr("then_branch", branch);
+    } else {
+      node = graph.createNode(i % 2 ? "Add" : "Mul", {a, b});
+    }
+    values.push_back(node->output());
+  }
+  graph.addOutput(values.back());
+  const std::vector<Node*> built = graph.nodeList();
+
+  std::vector<Node*> shuffled = built;
+  std::shuffle(shuffled.begin(), shuffled.end(), random);
+  for (Node* node : shuffled) node->moveBefore(nullptr);
+  ASSERT_EQ(graph.nodeList(), shuffled);
+  std::vector<Node*> order = graph.topologicalOrder();
+  EXPECT_EQ(order, earliestReadyOrder(graph));
+  EXPECT_NE(order, built);  // the shuffle reordered independent nodes too
+
+  // Sorted, the list comes back unchanged; and so does the list as built.
+  graph.sortTopologically();
+  EXPECT_EQ(graph.nodeList(), order);
+  EXPECT_EQ(graph.topologicalOrder(), order);
+  for (Node* node : built) node->moveBefore(nullptr);
+  EXPECT_EQ(graph.topologicalOrder(), built);
+}
+
+TEST(Graph, CycleThroughASubgraphCaptureIsReported) {
+  Graph graph;
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  Value* x = graph.addInput("x", f32({4}));
+  Node* if_node = graph.createNode("If", {cond});
+  if_node->setName("branch");
+  Node* neg = graph.createNode("Neg", {if_node->output()});
+  neg->setName("neg");
+  auto then_branch = std::make_shared<Graph>("then");
+  then_branch->addOutput(then_branch->createNode("Abs", {neg->output()})->output());
+  if_node->setAttr("then_branch", then_branch);
+  graph.createNode("Exp", {x});  // a node outside the cycle comes out first
+  try {
+    graph.topologicalOrder();
+    FAIL() << "expected a cycle error";
+  } catch (const Error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("node 'branch' (If)"), std::string::npos) << message;
+    EXPECT_NE(message.find("node 'neg' (Neg)"), std::string::npos) << message;
+    EXPECT_EQ(message.find("Exp"), std::string::npos) << message;
+  }
 }
 
 TEST(Graph, CycleIsReportedWithItsNodes) {

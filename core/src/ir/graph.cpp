@@ -412,74 +412,100 @@ Node* ancestorIn(const Graph* graph, Node* user) {
 }  // namespace
 
 std::vector<Node*> Graph::topologicalOrder() const {
-  std::vector<Node*> list = nodeList();
-  std::unordered_map<const Node*, size_t> position;
-  position.reserve(list.size());
-  for (size_t i = 0; i < list.size(); ++i) position.emplace(list[i], i);
+  // The node of this graph a use counts for, or nullptr (the terminator, or not inside).
+  auto consumer_of = [this](Node* user) -> Node* {
+    if (user->graph_ != this) user = ancestorIn(this, user);
+    return user && !user->is_return_ ? user : nullptr;
+  };
 
-  // Edges producer -> consumer, counting each consumer once per distinct producer edge.
-  std::vector<std::vector<size_t>> consumers(list.size());
-  std::vector<size_t> pending(list.size(), 0);
-  for (size_t i = 0; i < list.size(); ++i) {
-    for (const auto& output : list[i]->outputs_) {
+  // One walk over the list visits each node and its use lists once; everything after it
+  // works on flat arrays. Tables indexed by node id (ids are below next_node_id_) stand
+  // in for hashing: position[id] is the node's list position, pending[id] the number of
+  // its incoming edges (one per use) from nodes not placed yet. The consumers of list[i]
+  // are consumer_ids[first_edge[i] .. first_edge[i + 1]).
+  const size_t n = num_nodes_;
+  std::vector<Node*> list;
+  std::vector<uint32_t> ids;
+  std::vector<size_t> first_edge;
+  std::vector<uint32_t> consumer_ids;
+  list.reserve(n);
+  ids.reserve(n);
+  first_edge.reserve(n + 1);
+  consumer_ids.reserve(2 * n);
+  std::vector<uint32_t> position(next_node_id_);
+  std::vector<uint32_t> pending(next_node_id_, 0);
+  for (Node* node = head_; node; node = node->next_) {
+    position[node->id_] = static_cast<uint32_t>(list.size());
+    list.push_back(node);
+    ids.push_back(static_cast<uint32_t>(node->id_));
+    first_edge.push_back(consumer_ids.size());
+    for (const auto& output : node->outputs_) {
       for (const Use& use : output->uses_) {
-        Node* consumer = ancestorIn(this, use.user);
-        if (!consumer || consumer->isReturn()) continue;
-        size_t j = position.at(consumer);
-        consumers[i].push_back(j);
-        ++pending[j];
+        if (Node* consumer = consumer_of(use.user)) {
+          consumer_ids.push_back(static_cast<uint32_t>(consumer->id_));
+          ++pending[consumer->id_];
+        }
       }
     }
   }
+  first_edge.push_back(consumer_ids.size());
 
-  // Ready nodes leave in list order, so an already sorted list comes back unchanged.
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (pending[i] == 0) ready.push(i);
-  }
+  // Kahn's algorithm taking the ready node earliest in the list each time, so that an
+  // already sorted list comes back unchanged. A cursor scans the list for ready nodes;
+  // only nodes that become ready behind the cursor (the list was out of order there) go
+  // through a heap. Heap entries precede the cursor, so they go first.
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> behind;
   std::vector<Node*> order;
-  order.reserve(list.size());
-  while (!ready.empty()) {
-    size_t i = ready.top();
-    ready.pop();
+  order.reserve(n);
+  size_t cursor = 0;
+  while (true) {
+    size_t i;
+    if (!behind.empty()) {
+      i = behind.top();
+      behind.pop();
+    } else {
+      while (cursor < n && pending[ids[cursor]] != 0) ++cursor;
+      if (cursor == n) break;
+      i = cursor++;
+    }
     order.push_back(list[i]);
-    for (size_t j : consumers[i]) {
-      if (--pending[j] == 0) ready.push(j);
+    for (size_t e = first_edge[i]; e < first_edge[i + 1]; ++e) {
+      uint32_t id = consumer_ids[e];
+      if (--pending[id] == 0 && position[id] < cursor) behind.push(position[id]);
     }
   }
-  if (order.size() == list.size()) return order;
+  if (order.size() == n) return order;
 
-  // Walk backwards along unfinished producers until a node repeats: that is a cycle.
-  auto unfinished_producer = [&](Node* node) -> size_t {
+  // Every node left has pending edges from nodes left. Walk backwards along them until a
+  // node repeats: that is a cycle.
+  auto unfinished_producer = [&](Node* node) -> Node* {
     std::vector<Node*> users{node};  // the node and every node nested in its subgraphs
     for (size_t k = 0; k < users.size(); ++k) {
       for (const Node::Operand& operand : users[k]->operands_) {
         Node* producer = operand.value ? operand.value->producer() : nullptr;
-        if (producer && producer->graph() == this && pending[position.at(producer)] > 0) {
-          return position.at(producer);
-        }
+        if (producer && producer->graph_ == this && pending[producer->id_] > 0) return producer;
       }
       for (Graph* subgraph : users[k]->subgraphs()) {
         for (Node* inner = subgraph->head_; inner; inner = inner->next_) users.push_back(inner);
       }
     }
-    return position.at(node);
+    return node;
   };
   size_t start = 0;
-  while (pending[start] == 0) ++start;
-  std::vector<size_t> path;
-  std::vector<int64_t> seen_at(list.size(), -1);
-  size_t current = start;
-  while (seen_at[current] < 0) {
-    seen_at[current] = static_cast<int64_t>(path.size());
+  while (pending[ids[start]] == 0) ++start;
+  std::vector<Node*> path;
+  std::vector<int64_t> seen_at(n, -1);
+  Node* current = list[start];
+  while (seen_at[position[current->id_]] < 0) {
+    seen_at[position[current->id_]] = static_cast<int64_t>(path.size());
     path.push_back(current);
-    current = unfinished_producer(list[current]);
+    current = unfinished_producer(current);
   }
   std::string cycle;
-  for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[current]);) {
-    cycle += list[path[k]]->describe() + " -> ";
+  for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[position[current->id_]]);) {
+    cycle += path[k]->describe() + " -> ";
   }
-  cycle += list[current]->describe();
+  cycle += current->describe();
   raise("graph '", name_, "' has a cycle: ", cycle);
 }
 

@@ -1,5 +1,7 @@
 #include "cpu/cpu_device.h"
 
+#include "estuary/plugin/extensions.h"
+
 namespace estuary::ge {
 
 namespace cpu {
@@ -33,6 +35,12 @@ KernelRegistry& KernelRegistry::global() {
     cpu::registerElementwiseKernels(*kernels);
     return kernels;
   }();
+  // Offered to plugins once the built-in kernels are in, so a plugin's kernel takes precedence.
+  static const bool provided = [] {
+    ExtensionPoints::global().provide(kCpuKernelsExtension, registry);
+    return true;
+  }();
+  (void)provided;
   return *registry;
 }
 

@@ -121,9 +121,15 @@ class KernelBuildContext {
 // registered one is then tried).
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelBuildContext&)>;
 
+// The extension point (plugin/extensions.h) under which plugins reach the CPU kernels:
+//   registrar.extend(ge::kCpuKernelsExtension, [](void* registry, const auto& keep_alive) {
+//     static_cast<ge::KernelRegistry*>(registry)->add("MyOp", "my_domain", factory, keep_alive);
+//   });
+inline constexpr char kCpuKernelsExtension[] = "ge.cpu.kernels";
+
 class KernelRegistry {
  public:
-  // The CPU kernels; plugins add to it.
+  // The CPU kernels; plugins add to it through kCpuKernelsExtension.
   static KernelRegistry& global();
 
   // Later registrations are tried first, so a plugin can override a built-in kernel.
