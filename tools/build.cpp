@@ -9,8 +9,8 @@
 #include "commands.h"
 #include "estuary/ge/offline_model.h"
 #include "estuary/ir/verifier.h"
+#include "estuary/serialize/graph_file.h"
 #include "estuary/support/error.h"
-#include "model_file.h"
 
 namespace estuary::cli {
 
