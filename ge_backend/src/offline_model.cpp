@@ -267,7 +267,7 @@ Mapping mapFile(const std::string& path) {
 }
 
 struct Header {
-  std::string device, isa, version;
+  std::string device, isa, writer;  // writer: the Estuary version that wrote the file
   std::string_view sections[kNumSections];
   uint64_t weights_offset = 0;
 };
@@ -286,9 +286,9 @@ Header checkHeader(const Mapping& file, const std::string& path) {
   std::memcpy(&header_size, head + 12, 4);
   std::memcpy(&recorded_size, head + 16, 8);
   Header header;
-  header.version = getField(head, kVersionAt);
+  header.writer = getField(head, kVersionAt);
   if (version > kOfflineModelFormatVersion) {
-    raise(path, ": offline model format version ", version, " (written by estuary ", header.version,
+    raise(path, ": offline model format version ", version, " (written by estuary ", header.writer,
           ") is newer than this build reads (", kOfflineModelFormatVersion, "); rebuild the model with this estuary");
   }
   if (version == 0 || header_size != kHeaderSize) {
@@ -319,9 +319,9 @@ Header checkHeader(const Mapping& file, const std::string& path) {
 }
 
 // Puts the mapped weights back in place of the placeholders save() left in the graph.
-void attachWeights(Graph& graph, std::string_view table_bytes, const Mapping& file, const Header& header,
-                   const std::string& path, size_t& weight_bytes) {
-  ByteReader table(table_bytes, path, "weight table");
+void attachWeights(Graph& graph, const Mapping& file, const Header& header, const std::string& path,
+                   size_t& weight_bytes) {
+  ByteReader table(header.sections[kWeightTable], path, "weight table");
   const uint64_t count = table.count(8 + 4 + 4 + 8 + 8);
   struct Entry {
     DType dtype;
@@ -483,7 +483,7 @@ std::shared_ptr<CompiledModel> CompiledModel::load(const std::string& path, cons
   }
   std::unique_ptr<Graph> graph = loadGraphFromBytes(header.sections[kGraph], path);
   size_t weight_bytes = 0;
-  attachWeights(*graph, header.sections[kWeightTable], file, header, path, weight_bytes);
+  attachWeights(*graph, file, header, path, weight_bytes);
   std::vector<std::vector<TensorDesc>> plan_shapes = readPlanShapes(header.sections[kPlanShapes], path);
 
   std::shared_ptr<CompiledModel> model(new CompiledModel(std::move(graph), options, device));
