@@ -11,7 +11,7 @@ build_dir=${BUILD_DIR:-$root/build}
 
 apt_packages=(g++ cmake ninja-build pkg-config python3-venv
               libprotobuf-dev protobuf-compiler libyaml-cpp-dev libltdl-dev
-              libgtest-dev libgmock-dev libdnnl-dev)
+              libgtest-dev libgmock-dev libdnnl-dev zlib1g-dev)
 
 missing=()
 for package in "${apt_packages[@]}"; do

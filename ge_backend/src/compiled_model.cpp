@@ -122,6 +122,8 @@ void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
   if (inputs.size() != inputs_.size()) {
     raise("the model takes ", inputs_.size(), " inputs, ", inputs.size(), " were given");
   }
+  // A symbol names one size across all inputs: the first input that has it fixes it.
+  std::map<std::string, std::pair<int64_t, size_t>> symbols;  // symbol -> (size, input)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const IoInfo& expected = inputs_[i];
     const TensorDesc& actual = inputs[i];
@@ -133,6 +135,16 @@ void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
     }
     if (!matches) {
       raise("input '", expected.name, "' (#", i, "): expected ", expected.type.str(), ", got ", actual.str());
+    }
+    for (int d = 0; d < actual.rank; ++d) {
+      const Dim& dim = expected.type.shape[static_cast<size_t>(d)];
+      if (!dim.isSymbolic() || dim.symbols() != std::vector<std::string>{dim.str()}) continue;  // plain symbols only
+      auto [it, first] = symbols.emplace(dim.str(), std::make_pair(actual.dims[static_cast<size_t>(d)], i));
+      if (!first && it->second.first != actual.dims[static_cast<size_t>(d)]) {
+        raise("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ",
+              actual.dims[static_cast<size_t>(d)], ", but input '", inputs_[it->second.second].name,
+              "' has ", dim.str(), " = ", it->second.first);
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "estuary/ge/model.h"
+#include "estuary/ge/offline_model.h"
 #include "estuary/ir/verifier.h"
 #include "estuary/pass/manager.h"
 #include "estuary/pass/pipeline.h"
@@ -169,11 +170,13 @@ PYBIND11_MODULE(_estuary, m) {
                return Model(ge::CompiledModel::build(*source.cast<std::shared_ptr<Graph>>(), options));
              }
              std::string path = py::str(source);
+             if (ge::isOfflineModelFile(path)) return Model(ge::CompiledModel::load(path, options));
              std::unique_ptr<Graph> graph = readGraphFile(path);
              return Model(ge::CompiledModel::build(*graph, options));
            }),
            py::arg("source"), py::arg("threads") = 0,
-           "Builds a model from an IR file path or a Graph. threads=0 uses every core.")
+           "Loads an offline model (.eom), or builds one from an IR file path or a Graph.\n"
+           "threads=0 uses every core.")
       .def("run", &Model::run, py::arg("inputs"),
            "Runs with a dict name -> array or a list in input order; returns the outputs as a list.\n"
            "C-contiguous inputs of the right dtype are read in place; outputs are written in place.")

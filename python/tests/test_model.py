@@ -1,4 +1,7 @@
 """The Python package against NumPy: building, running, errors."""
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -65,3 +68,16 @@ def test_graph_optimize_and_text(tmp_path):
 def test_parse_errors_are_python_exceptions():
     with pytest.raises(estuary.EstuaryError, match="<text>:2"):
         estuary.Graph.parse("graph @g(%x: f32[4]) {\n  %y = Neg(%x : f32[4]\n  return %y\n}\n")
+
+
+def test_offline_model_round_trip(tmp_path):
+    """A model saved by `estuary build` loads in Python and gives the same outputs."""
+    ir = tmp_path / "g.est"
+    ir.write_text(BROADCAST_CHAIN)
+    eom = tmp_path / "g.eom"
+    subprocess.run([os.environ["ESTUARY_CLI"], "build", str(ir), "-o", str(eom), "--quiet"], check=True)
+    loaded = estuary.Model(str(eom))
+    built = estuary.Model(str(ir))
+    x = np.random.default_rng(1).standard_normal((3, 3)).astype(np.float32)
+    b = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(loaded.run([x, b])[0], built.run([x, b])[0])

@@ -72,6 +72,22 @@ TEST(Runtime, WrongInputsAreNamed) {
   EXPECT_EQ(message({wrong_type}), "input 'x' (#0): expected f32[batch,4], got i32[3,4]");
 }
 
+TEST(Runtime, ASymbolHasOneSizeAcrossInputs) {
+  auto graph = parseGraph(R"(graph @g(%x: f32[batch,4], %y: f32[batch,4]) {
+  %s = Add(%x, %y) : f32[batch,4]
+  return %s
+})");
+  auto model = CompiledModel::build(*graph);
+  auto context = model->createContext();
+  std::vector<float> x(8), y(12);
+  try {
+    context->run({host(x, {2, 4}), host(y, {3, 4})});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "input 'y' (#1): dim 0 'batch' is 3, but input 'x' has batch = 2");
+  }
+}
+
 TEST(Runtime, ManyThreadsShareOneModel) {
   auto graph = parseGraph(R"(graph @g(%x: f32[64,64], %y: f32[64,64]) {
   %s = Add(%x, %y) : f32[64,64]
