@@ -31,6 +31,7 @@ KernelRegistry& KernelRegistry::global() {
   static KernelRegistry* registry = [] {
     auto* kernels = new KernelRegistry();
     cpu::registerElementwiseKernels(*kernels);
+    cpu::registerTensorKernels(*kernels);
     return kernels;
   }();
   return *registry;
