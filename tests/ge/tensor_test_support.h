@@ -51,14 +51,22 @@ inline float bf16Value(uint16_t bits) {
   return result;
 }
 
-// `value` as the dtype holds it.
+// `value` as the dtype holds it; integers round to nearest and wrap around like C++
+// integer arithmetic does.
 inline double roundTo(DType dtype, double value) {
+  auto wrapped = [&](auto typed) {
+    return static_cast<double>(static_cast<decltype(typed)>(static_cast<int64_t>(std::nearbyint(value))));
+  };
   switch (dtype) {
     case DType::F32: return static_cast<float>(value);
     case DType::F16: return static_cast<double>(static_cast<_Float16>(value));
     case DType::BF16: return bf16Value(bf16Bits(static_cast<float>(value)));
     case DType::F64: return value;
     case DType::Bool: return value != 0 ? 1 : 0;
+    case DType::I8: return wrapped(int8_t{});
+    case DType::I16: return wrapped(int16_t{});
+    case DType::I32: return wrapped(int32_t{});
+    case DType::U8: return wrapped(uint8_t{});
     default: return std::nearbyint(value);
   }
 }
