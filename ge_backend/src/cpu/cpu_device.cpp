@@ -34,6 +34,7 @@ KernelRegistry& KernelRegistry::global() {
     auto* kernels = new KernelRegistry();
     cpu::registerElementwiseKernels(*kernels);
     cpu::registerNnKernels(*kernels);
+    cpu::registerTensorKernels(*kernels);
     return kernels;
   }();
   // Offered to plugins once the built-in kernels are in, so a plugin's kernel takes precedence.
