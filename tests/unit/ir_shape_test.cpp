@@ -73,6 +73,49 @@ TEST(Shape, ElementsAndText) {
   EXPECT_EQ(Shape::ofStatic({2, 3}).staticDims(), (std::vector<int64_t>{2, 3}));
 }
 
+TEST(Shape, CopiesAreIndependent) {
+  Shape original{2, Dim::symbol("n")};
+  Shape copy = original;
+  copy[0] = 5;
+  EXPECT_EQ(original.str(), "[2,n]");
+  EXPECT_EQ(copy.str(), "[5,n]");
+  Shape appended = original;
+  appended.dims().push_back(7);
+  EXPECT_EQ(original.rank(), 2u);
+  EXPECT_EQ(appended.str(), "[2,n,7]");
+  // Writing through the original leaves earlier copies as they were.
+  Shape before = original;
+  original[1] = Dim::unknown();
+  EXPECT_EQ(before.str(), "[2,n]");
+  EXPECT_EQ(original.str(), "[2,?]");
+  // Assignment, moves and self-assignment.
+  Shape assigned;
+  assigned = before;
+  EXPECT_EQ(assigned, before);
+  Shape moved = std::move(assigned);
+  EXPECT_EQ(moved.str(), "[2,n]");
+  moved = moved;
+  EXPECT_EQ(moved.str(), "[2,n]");
+  moved = Shape::unranked();
+  EXPECT_FALSE(moved.isRanked());
+  EXPECT_EQ(moved.rank(), 0u);
+}
+
+TEST(Shape, EqualityComparesDimsNotStorage) {
+  Shape a{3, 4};
+  Shape b = Shape::ofStatic({3, 4});
+  Shape c = a;
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, c);
+  c[1] = 5;
+  EXPECT_NE(a, c);
+  EXPECT_NE(Shape(), Shape::unranked());
+  Shape scalar;
+  scalar.dims();  // non-const access to a scalar's (empty) dims
+  EXPECT_EQ(scalar, Shape());
+  EXPECT_EQ(scalar.str(), "[]");
+}
+
 TEST(TensorType, RoundTripsThroughText) {
   for (const char* text : {"f32[batch,16]", "?[*]", "bool[]", "bf16[past+1,4]", "i64[?,3]"}) {
     auto type = TensorType::parse(text);

@@ -1,6 +1,7 @@
 #include "estuary/ir/graph.h"
 
 #include <algorithm>
+#include <mutex>
 #include <queue>
 #include <unordered_map>
 
@@ -34,11 +35,30 @@ void Value::replaceUsesWithIf(Value* replacement, const std::function<bool(const
 
 // --- Node --------------------------------------------------------------------------------
 
-Node::Node(Graph* graph, std::string op_type, std::string domain, uint64_t id)
-    : op_type_(std::move(op_type)), domain_(std::move(domain)), graph_(graph), id_(id) {}
+const Node::OpName* Node::internOpName(std::string_view op_type, std::string_view domain) {
+  // Op names are few and live for the whole process (plugins may unload, their op names
+  // stay), so the table is never freed. Keys view the names' own storage.
+  static std::mutex mutex;
+  static auto* names =
+      new std::unordered_map<std::string_view, std::vector<std::unique_ptr<const OpName>>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = names->find(op_type);
+  if (found != names->end()) {
+    for (const auto& name : found->second) {
+      if (name->domain == domain) return name.get();
+    }
+  }
+  auto name = std::make_unique<const OpName>(OpName{std::string(op_type), std::string(domain)});
+  const OpName* interned = name.get();
+  if (found == names->end()) found = names->emplace(interned->op_type, decltype(found->second)()).first;
+  found->second.push_back(std::move(name));
+  return interned;
+}
+
+Node::Node(Graph* graph, const OpName* op, uint64_t id) : op_(op), graph_(graph), id_(id) {}
 
 std::string Node::qualifiedOpType() const {
-  return domain_.empty() ? op_type_ : domain_ + "::" + op_type_;
+  return op_->domain.empty() ? op_->op_type : op_->domain + "::" + op_->op_type;
 }
 
 std::string Node::describe() const {
@@ -206,7 +226,8 @@ void Node::moveAfter(Node* position) {
 // --- Graph -------------------------------------------------------------------------------
 
 Graph::Graph(std::string name) : name_(std::move(name)) {
-  return_node_.reset(new Node(this, "return", "", UINT64_MAX));
+  static const Node::OpName* const kReturn = Node::internOpName("return", "");
+  return_node_.reset(new Node(this, kReturn, UINT64_MAX));
   return_node_->is_return_ = true;
 }
 
@@ -324,7 +345,7 @@ std::vector<Graph::InputUpdate> Graph::inputUpdates() const {
 }
 
 Node* Graph::allocateNode(std::string_view op_type, std::string_view domain) {
-  return new Node(this, std::string(op_type), std::string(domain), next_node_id_++);
+  return new Node(this, Node::internOpName(op_type, domain), next_node_id_++);
 }
 
 void Graph::link(Node* node, Node* position) {
@@ -531,7 +552,7 @@ std::unique_ptr<Graph> Graph::cloneInto(std::unordered_map<const Value*, Value*>
   std::vector<std::pair<const Node*, Node*>> pairs;
   pairs.reserve(num_nodes_);
   for (Node* node = head_; node; node = node->next_) {
-    Node* twin = copy->allocateNode(node->op_type_, node->domain_);
+    Node* twin = new Node(copy.get(), node->op_, copy->next_node_id_++);
     twin->name_ = node->name_;
     for (const auto& output : node->outputs_) {
       map[output.get()] = twin->addOutput(output->type(), output->name());

@@ -248,6 +248,12 @@ std::optional<Dim> Dim::parse(std::string_view text) {
   return Dim(ExprPtr(std::move(expr)));
 }
 
+Shape::Shape(std::vector<Dim> dims) {
+  if (dims.empty()) return;
+  block_ = new Block;
+  block_->dims = std::move(dims);
+}
+
 Shape Shape::unranked() {
   Shape shape;
   shape.ranked_ = false;
@@ -255,35 +261,49 @@ Shape Shape::unranked() {
 }
 
 Shape Shape::ofStatic(const std::vector<int64_t>& dims) {
-  Shape shape;
-  shape.dims_.assign(dims.begin(), dims.end());
-  return shape;
+  return Shape(std::vector<Dim>(dims.begin(), dims.end()));
+}
+
+std::vector<Dim>& Shape::mutableDims() {
+  if (!block_) {
+    block_ = new Block;
+  } else if (block_->refs.load(std::memory_order_acquire) != 1) {
+    // Shared: this shape takes its own copy. When refs is 1 no other shape holds the
+    // block, and none can start to without reading this shape, so no race is possible.
+    auto* copy = new Block;
+    copy->dims = block_->dims;
+    release();
+    block_ = copy;
+  }
+  return block_->dims;
 }
 
 bool Shape::isStatic() const {
-  return ranked_ && std::all_of(dims_.begin(), dims_.end(), [](const Dim& d) { return d.isStatic(); });
+  const std::vector<Dim>& all = dims();
+  return ranked_ && std::all_of(all.begin(), all.end(), [](const Dim& d) { return d.isStatic(); });
 }
 
 std::vector<int64_t> Shape::staticDims() const {
   std::vector<int64_t> values;
-  values.reserve(dims_.size());
-  for (const Dim& dim : dims_) values.push_back(dim.value());
+  values.reserve(rank());
+  for (const Dim& dim : dims()) values.push_back(dim.value());
   return values;
 }
 
 Dim Shape::numElements() const {
   if (!ranked_) return Dim::unknown();
   Dim product(1);
-  for (const Dim& dim : dims_) product = product * dim;
+  for (const Dim& dim : dims()) product = product * dim;
   return product;
 }
 
 std::string Shape::str() const {
   if (!ranked_) return "[*]";
   std::string text = "[";
-  for (size_t i = 0; i < dims_.size(); ++i) {
+  const std::vector<Dim>& all = dims();
+  for (size_t i = 0; i < all.size(); ++i) {
     if (i) text += ',';
-    text += dims_[i].str();
+    text += all[i].str();
   }
   text += ']';
   return text;

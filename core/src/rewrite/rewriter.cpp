@@ -205,8 +205,11 @@ class Driver {
   void run(Graph& graph, bool subgraphs) {
     if (!fixed_budget_) budget_ += 10 * static_cast<int64_t>(graph.numNodes());
     graph_ = &graph;
-    flags_.clear();
-    pos_.clear();
+    // Sized once, with room for the nodes rewrites create: growing these tables mid-run
+    // costs more than the slack.
+    const size_t ids = graph.nodeIdBound() + graph.numNodes() / 4 + 64;
+    flags_.assign(ids, 0);
+    pos_.assign(ids, 0);
     stack_.clear();
     // One walk numbers the nodes and finds the candidate roots and the subgraphs.
     std::vector<Node*> initial;

@@ -89,10 +89,10 @@ class Node {
 
   // Op identity. The default domain "" holds the ONNX ops; Estuary's own ops are in
   // domain "estuary"; plugins bring their own domains.
-  const std::string& opType() const { return op_type_; }
-  const std::string& domain() const { return domain_; }
+  const std::string& opType() const { return op_->op_type; }
+  const std::string& domain() const { return op_->domain; }
   bool is(std::string_view op_type, std::string_view domain = "") const {
-    return op_type_ == op_type && domain_ == domain;
+    return op_->op_type == op_type && op_->domain == domain;
   }
   // "Add", "estuary::AddRMSNorm"
   std::string qualifiedOpType() const;
@@ -154,13 +154,19 @@ class Node {
     Value* value;
     uint32_t use_index;  // position of this operand's Use in value->uses_
   };
-  Node(Graph* graph, std::string op_type, std::string domain, uint64_t id);
+  // An op identity, interned: nodes of one op share it, so a node holds one pointer
+  // instead of two strings and creating a node copies no strings.
+  struct OpName {
+    std::string op_type;
+    std::string domain;
+  };
+  static const OpName* internOpName(std::string_view op_type, std::string_view domain);
+  Node(Graph* graph, const OpName* op, uint64_t id);
   void attachUse(uint32_t operand_index);
   void detachUse(uint32_t operand_index);
   void renumberOperands(size_t from);
 
-  std::string op_type_;
-  std::string domain_;
+  const OpName* op_;
   std::string name_;
   std::vector<Operand> operands_;
   std::vector<std::unique_ptr<Value>> outputs_;
@@ -221,6 +227,9 @@ class Graph {
   // Erases a node whose outputs have no uses.
   void eraseNode(Node* node);
   size_t numNodes() const { return num_nodes_; }
+  // Every node id of this graph is below this bound (nodes created later get higher ids),
+  // so tables indexed by node id can be sized once.
+  uint64_t nodeIdBound() const { return next_node_id_; }
   Node* firstNode() const { return head_; }
   Node* lastNode() const { return tail_; }
 

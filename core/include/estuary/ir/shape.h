@@ -4,6 +4,7 @@
 // A symbolic dimension is a polynomial over named symbols with integer coefficients
 // ("batch", "batch*seq", "past+1", "2*seq"), so that reshapes, concatenations and
 // flattening keep dynamic sizes exact instead of degrading them to "unknown".
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -62,20 +63,37 @@ class Dim {
 };
 
 // A ranked or unranked shape. A rank-0 ranked shape is a scalar.
+//
+// Copies share their dims until one of them is modified through a non-const accessor
+// (copy on write), so copying a type from value to value allocates nothing. A reference
+// from a non-const accessor stays valid only until the shape is next copied.
 class Shape {
  public:
   Shape() = default;  // rank 0, a scalar
-  Shape(std::vector<Dim> dims) : dims_(std::move(dims)) {}  // NOLINT
-  Shape(std::initializer_list<Dim> dims) : dims_(dims) {}
+  Shape(std::vector<Dim> dims);  // NOLINT
+  Shape(std::initializer_list<Dim> dims) : Shape(std::vector<Dim>(dims)) {}
   static Shape unranked();
   static Shape ofStatic(const std::vector<int64_t>& dims);
 
+  Shape(const Shape& other) : block_(other.block_), ranked_(other.ranked_) {
+    if (block_) block_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  Shape(Shape&& other) noexcept : block_(other.block_), ranked_(other.ranked_) {
+    other.block_ = nullptr;
+  }
+  Shape& operator=(Shape other) noexcept {
+    std::swap(block_, other.block_);
+    ranked_ = other.ranked_;
+    return *this;
+  }
+  ~Shape() { release(); }
+
   bool isRanked() const { return ranked_; }
-  size_t rank() const { return dims_.size(); }
-  const Dim& operator[](size_t i) const { return dims_[i]; }
-  Dim& operator[](size_t i) { return dims_[i]; }
-  const std::vector<Dim>& dims() const { return dims_; }
-  std::vector<Dim>& dims() { return dims_; }
+  size_t rank() const { return block_ ? block_->dims.size() : 0; }
+  const Dim& operator[](size_t i) const { return block_->dims[i]; }
+  Dim& operator[](size_t i) { return mutableDims()[i]; }
+  const std::vector<Dim>& dims() const { return block_ ? block_->dims : kNoDims; }
+  std::vector<Dim>& dims() { return mutableDims(); }
 
   bool isStatic() const;  // ranked and every dim static
   // Static dims as integers; only valid when isStatic().
@@ -87,12 +105,24 @@ class Shape {
   std::string str() const;
 
   friend bool operator==(const Shape& a, const Shape& b) {
-    return a.ranked_ == b.ranked_ && a.dims_ == b.dims_;
+    return a.ranked_ == b.ranked_ && (a.block_ == b.block_ || a.dims() == b.dims());
   }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
 
  private:
-  std::vector<Dim> dims_;
+  // The dims, shared by copies of a shape.
+  struct Block {
+    std::atomic<uint32_t> refs{1};
+    std::vector<Dim> dims;
+  };
+  inline static const std::vector<Dim> kNoDims;
+
+  std::vector<Dim>& mutableDims();
+  void release() {
+    if (block_ && block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete block_;
+  }
+
+  Block* block_ = nullptr;  // nullptr: no dims
   bool ranked_ = true;
 };
 
