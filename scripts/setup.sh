@@ -11,7 +11,7 @@ build_dir=${BUILD_DIR:-$root/build}
 
 apt_packages=(g++ cmake ninja-build pkg-config python3-venv
               libprotobuf-dev protobuf-compiler libyaml-cpp-dev libltdl-dev
-              libgtest-dev libgmock-dev libdnnl-dev)
+              libgtest-dev libgmock-dev libdnnl-dev zlib1g-dev)
 
 missing=()
 for package in "${apt_packages[@]}"; do
@@ -25,7 +25,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The Python virtual environment for the Python parts (bench reports, later the package).
+# The Python virtual environment: the pybind11 module is built against it and the Python
+# tests run in it.
 venv=$root/.venv
 if [[ ! -x $venv/bin/python ]]; then
   echo "setup: creating $venv"
@@ -42,6 +43,8 @@ fi
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DESTUARY_BUILD_PYTHON=ON -DPython_EXECUTABLE="$venv/bin/python" \
+    -Dpybind11_DIR="$("$venv/bin/python" -m pybind11 --cmakedir)" >/dev/null
 fi
 cmake --build "$build_dir" -j "$(nproc)"

@@ -1,6 +1,11 @@
 #pragma once
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "estuary/ge/model.h"
 
 namespace estuary::cli {
 
@@ -14,8 +19,41 @@ struct Command {
 
 int runOptimize(const std::vector<std::string>& args);
 int runInspect(const std::vector<std::string>& args);
+int runBuild(const std::vector<std::string>& args);
+int runRun(const std::vector<std::string>& args);
+int runBench(const std::vector<std::string>& args);
 
 // The directory of the shipped pipelines (configs/): ESTUARY_CONFIG_DIR, else the source tree.
 std::string configDir();
+
+// Shared by build, run and bench (defined in build.cpp).
+
+// "x:1,3,224,224;y:-1,128": dims by input name; -1 leaves a dim as the graph has it.
+using InputShapes = std::map<std::string, std::vector<int64_t>>;
+InputShapes parseInputShapes(const std::string& text);
+// Gives the graph's inputs the dims `shapes` fixes; raises for unknown inputs, a wrong rank,
+// or a static dim that differs.
+void applyInputShapes(Graph& graph, const InputShapes& shapes);
+
+// An integer option of at least `minimum`, or `fallback` when absent; a usage error when
+// malformed.
+int64_t integerOption(const std::string& command, const std::string& name, const std::optional<std::string>& value,
+                      int64_t fallback, int64_t minimum);
+
+// An offline model (recognized by its magic bytes) is loaded; an IR file (.est, .estir) is
+// read, given `shapes`, and built.
+struct OpenedModel {
+  std::shared_ptr<ge::CompiledModel> model;
+  bool built = false;  // from IR, rather than loaded
+};
+OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, const InputShapes& shapes = {});
+
+// The plain symbol a dim is ("batch"), or "" for static dims and expressions ("batch*seq").
+std::string plainSymbol(const Dim& dim);
+
+// "12.3 us", "4.567 ms", "1.234 s".
+std::string formatSeconds(double seconds);
+// "1.5 KiB", "12.0 MiB", "512 B".
+std::string formatBytes(double bytes);
 
 }  // namespace estuary::cli

@@ -13,6 +13,9 @@ namespace {
 const Command kCommands[] = {
     {"optimize", "run a pass pipeline over an IR file and write the result", runOptimize},
     {"inspect", "summarize an IR file: inputs, outputs, ops, parameters, shapes", runInspect},
+    {"build", "build an IR file into an offline model (.eom) for this machine", runBuild},
+    {"run", "run a model on inputs from .npy/.npz files, writing outputs to .npz", runRun},
+    {"bench", "measure a model's latency and throughput on random inputs", runBench},
 };
 
 void printUsage(std::ostream& out) {

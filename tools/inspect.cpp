@@ -8,7 +8,7 @@
 #include "arguments.h"
 #include "commands.h"
 #include "estuary/support/error.h"
-#include "model_file.h"
+#include "estuary/serialize/graph_file.h"
 
 namespace estuary::cli {
 

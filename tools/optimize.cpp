@@ -10,7 +10,7 @@
 #include "estuary/plugin/loader.h"
 #include "estuary/support/error.h"
 #include "estuary/text/printer.h"
-#include "model_file.h"
+#include "estuary/serialize/graph_file.h"
 
 namespace estuary::cli {
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "add_rms_norm.h"
 #include "estuary/ops/inference_helpers.h"
 #include "estuary/ops/schema.h"
 #include "estuary/pass/pass.h"
@@ -154,6 +155,7 @@ void registerFusion(PluginRegistrar& registrar) {
     return std::make_unique<PatternPass>(std::move(patterns));
   };
   registrar.addPass(std::move(info));
+  registerAddRmsNormKernel(registrar);
 }
 
 }  // namespace

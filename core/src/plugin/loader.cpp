@@ -138,6 +138,10 @@ void PluginRegistrar::addPass(PassInfo info) { passes_.push_back(std::move(info)
 
 void PluginRegistrar::addOp(OpSchema schema) { ops_.push_back(std::move(schema)); }
 
+void PluginRegistrar::extend(std::string extension_point, ExtensionPoints::Contribution contribution) {
+  extensions_.emplace_back(std::move(extension_point), std::move(contribution));
+}
+
 const std::string& PluginRegistrar::path() const { return path_; }
 
 std::string PluginRegistrar::directory() const { return fs::path(path_).parent_path().string(); }
@@ -354,6 +358,9 @@ PluginHandle PluginLoader::open(const std::string& path) {
   for (PassInfo& info : registrar.passes_) {
     plugin->passes_.push_back(info.name);
     passes_.add(wrapPass(std::move(info), module), module);
+  }
+  for (auto& [point, contribution] : registrar.extensions_) {
+    ExtensionPoints::global().contribute(point, std::move(contribution), module);
   }
   return plugin;
 }

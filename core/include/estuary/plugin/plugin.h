@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "estuary/ops/schema.h"
+#include "estuary/plugin/extensions.h"
 #include "estuary/pass/pass.h"
 
 // The version of the plugin interface: this descriptor plus Estuary's C++ API (IR,
@@ -86,6 +87,10 @@ class PluginRegistrar {
  public:
   void addPass(PassInfo info);
   void addOp(OpSchema schema);
+  // Contributes to a registry outside the core (see plugin/extensions.h), e.g. the GE
+  // backend's CPU kernels ("ge.cpu.kernels"). Runs once registration has succeeded, as soon
+  // as the registry's owner provides it.
+  void extend(std::string extension_point, ExtensionPoints::Contribution contribution);
   // The plugin's file and directory (for data files shipped beside it).
   const std::string& path() const;
   std::string directory() const;
@@ -99,6 +104,7 @@ class PluginRegistrar {
   std::string path_;
   std::vector<PassInfo> passes_;
   std::vector<OpSchema> ops_;
+  std::vector<std::pair<std::string, ExtensionPoints::Contribution>> extensions_;
 };
 
 }  // namespace estuary

@@ -1,4 +1,4 @@
-#include "model_file.h"
+#include "estuary/serialize/graph_file.h"
 
 #include <cstring>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
 
-namespace estuary::cli {
+namespace estuary {
 
 namespace {
 
@@ -36,4 +36,4 @@ void writeGraphFile(const Graph& graph, const std::string& path) {
   }
 }
 
-}  // namespace estuary::cli
+}  // namespace estuary

@@ -1,0 +1,145 @@
+#pragma once
+// The GE backend's public API: build a core-IR graph into a compiled model, save it as an
+// offline model or load one, and run it from as many threads as there are run contexts.
+//
+//   auto model = ge::CompiledModel::build(graph);           // or ge::CompiledModel::load(path)
+//   auto context = model->createContext();                  // one per thread
+//   context->run(inputs, outputs);                          // many times; allocates nothing
+//
+// Inputs with symbolic dims run at any concrete size: the first run with a new shape
+// signature builds a plan for it (kernels, memory plan), later runs reuse it.
+#include <cstdint>
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "estuary/ge/device.h"
+#include "estuary/ge/kernel.h"
+#include "estuary/ir/graph.h"
+
+namespace estuary::ge {
+
+// A tensor in host memory handed to or returned from a run. Not owning.
+struct HostTensor {
+  DType dtype = DType::Undefined;
+  int rank = 0;
+  std::array<int64_t, kMaxRank> dims{};
+  void* data = nullptr;
+
+  static HostTensor of(const TensorDesc& desc, void* data);
+  TensorDesc desc() const;
+};
+
+struct BuildOptions {
+  // Intra-op threads of a run; 0 means one per core.
+  int num_threads = 0;
+  // Concrete shapes to build plans for right away (others are built on first use), each a
+  // list of input dims in graph input order.
+  std::vector<std::vector<std::vector<int64_t>>> prebuild_shapes;
+};
+
+// What a build did, for `estuary build` and logs.
+struct BuildReport {
+  struct Stage {
+    std::string name;
+    double seconds;
+  };
+  std::vector<Stage> stages;
+  std::map<std::string, size_t> ops_before;  // op histogram of the input graph
+  std::map<std::string, size_t> ops_after;   // of the graph the kernels run
+  size_t folded_constants = 0;
+  size_t fused_epilogues = 0;
+  size_t weight_bytes = 0;
+  // For the most recently built plan:
+  size_t planned_activation_bytes = 0;  // arena size
+  size_t lower_bound_bytes = 0;         // the most bytes alive at once
+  std::vector<std::string> kernels;      // one line per step: node and kernel
+};
+
+struct IoInfo {
+  std::string name;
+  TensorType type;  // may have symbolic dims
+  bool is_mutable = false;
+};
+
+class Plan;
+class RunContext;
+
+class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
+ public:
+  // Lowers, folds, fuses and plans `graph` for `device`. Raises an Error naming the node for
+  // anything the device cannot run.
+  static std::shared_ptr<CompiledModel> build(const Graph& graph, const BuildOptions& options = {},
+                                              const Device& device = cpuDevice());
+  // Loads an offline model written by save(): weights are mapped, not copied.
+  static std::shared_ptr<CompiledModel> load(const std::string& path, const BuildOptions& options = {},
+                                             const Device& device = cpuDevice());
+  void save(const std::string& path) const;
+
+  ~CompiledModel();
+  const std::vector<IoInfo>& inputs() const { return inputs_; }
+  const std::vector<IoInfo>& outputs() const { return outputs_; }
+  size_t inputIndex(std::string_view name) const;  // raises naming the unknown input
+  const BuildReport& report() const { return report_; }
+  const Graph& graph() const { return *graph_; }
+  const Device& device() const { return device_; }
+  int numThreads() const { return num_threads_; }
+
+  std::unique_ptr<RunContext> createContext() const;
+
+  // The plan for these concrete input descs, built on first use (thread-safe).
+  std::shared_ptr<const Plan> planFor(const std::vector<TensorDesc>& inputs) const;
+
+ private:
+  CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& options, const Device& device);
+  void checkInputs(const std::vector<TensorDesc>& inputs) const;
+
+  std::unique_ptr<Graph> graph_;  // lowered, shape-generic
+  const Device& device_;
+  int num_threads_;
+  std::vector<IoInfo> inputs_;
+  std::vector<IoInfo> outputs_;
+  mutable BuildReport report_;
+  mutable std::mutex plans_mutex_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;  // by shape signature
+};
+
+// One thread's handle on a compiled model: its arena, kernel states and device state.
+// Not thread-safe itself; create one per thread.
+class RunContext {
+ public:
+  ~RunContext();
+  // Runs with `inputs` in graph input order. Outputs go into the context's own buffers,
+  // valid until the next run; returns their descriptions and pointers.
+  const std::vector<HostTensor>& run(const std::vector<HostTensor>& inputs);
+  // Runs writing outputs into caller buffers, whose descs must match outputDescs(inputs).
+  void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs);
+  // The output descs a run with these inputs produces (builds the plan if needed).
+  std::vector<TensorDesc> outputDescs(const std::vector<HostTensor>& inputs);
+  // By name, for convenience (allocates).
+  std::map<std::string, HostTensor> runNamed(const std::map<std::string, HostTensor>& inputs);
+
+ private:
+  friend class CompiledModel;
+  explicit RunContext(std::shared_ptr<const CompiledModel> model);
+  void bind(const std::vector<HostTensor>& inputs);
+  void execute(const std::vector<HostTensor>& inputs, void* const* outputs);
+
+  std::shared_ptr<const CompiledModel> model_;
+  std::unique_ptr<DeviceRunState> device_state_;
+  std::shared_ptr<const Plan> plan_;
+  std::vector<std::unique_ptr<KernelState>> kernel_states_;
+  void* arena_ = nullptr;
+  size_t arena_bytes_ = 0;
+  std::vector<void*> pointers_;   // one per plan argument slot
+  std::vector<TensorDesc> input_descs_;
+  std::vector<std::vector<std::byte>> owned_outputs_;
+  std::vector<HostTensor> output_views_;
+  std::vector<void*> output_pointers_;
+};
+
+}  // namespace estuary::ge

@@ -1,0 +1,167 @@
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "estuary/ge/model.h"
+#include "estuary/ops/schema.h"
+#include "estuary/transforms/canonicalize.h"
+#include "estuary/transforms/cse.h"
+#include "estuary/transforms/dce.h"
+#include "estuary/transforms/shape_inference.h"
+#include "plan.h"
+
+namespace estuary::ge {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::map<std::string, size_t> opHistogram(const Graph& graph) {
+  std::map<std::string, size_t> counts;
+  for (Node* node : graph.nodes()) ++counts[node->qualifiedOpType()];
+  return counts;
+}
+
+size_t weightBytes(const Graph& graph) {
+  size_t bytes = 0;
+  for (Node* node : graph.nodes()) {
+    if (const Attribute* value = node->attr("value"); node->is("Constant") && value) bytes += value->asTensor().byteSize();
+  }
+  return bytes;
+}
+
+}  // namespace
+
+HostTensor HostTensor::of(const TensorDesc& desc, void* data) {
+  HostTensor tensor;
+  tensor.dtype = desc.dtype;
+  tensor.rank = desc.rank;
+  tensor.dims = desc.dims;
+  tensor.data = data;
+  return tensor;
+}
+
+TensorDesc HostTensor::desc() const {
+  TensorDesc desc;
+  desc.dtype = dtype;
+  desc.rank = rank;
+  desc.dims = dims;
+  return desc;
+}
+
+CompiledModel::CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& options, const Device& device)
+    : graph_(std::move(graph)), device_(device) {
+  num_threads_ = options.num_threads > 0 ? options.num_threads
+                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (Value* input : graph_->inputs()) inputs_.push_back({input->name(), input->type(), input->isMutableInput()});
+  for (size_t i = 0; i < graph_->numOutputs(); ++i) {
+    outputs_.push_back({graph_->output(i)->name(), graph_->output(i)->type(), false});
+  }
+}
+
+CompiledModel::~CompiledModel() = default;
+
+std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const BuildOptions& options,
+                                                    const Device& device) {
+  BuildReport report;
+  report.ops_before = opHistogram(graph);
+  auto start = Clock::now();
+  std::unique_ptr<Graph> lowered = graph.clone();
+  for (Value* input : lowered->inputs()) {
+    if (input->dtype() == DType::Undefined || !input->shape().isRanked()) {
+      raise("graph input '", input->name(), "' has type ", input->type().str(),
+            "; the backend needs every input's dtype and rank");
+    }
+  }
+  inferShapes(*lowered, OpRegistry::global());
+  report.stages.push_back({"infer shapes", secondsSince(start)});
+  start = Clock::now();
+  canonicalize(*lowered);
+  eliminateCommonSubexpressions(*lowered, OpRegistry::global());
+  eliminateDeadCode(*lowered);
+  report.stages.push_back({"simplify", secondsSince(start)});
+  report.ops_after = opHistogram(*lowered);
+  report.weight_bytes = weightBytes(*lowered);
+
+  std::shared_ptr<CompiledModel> model(new CompiledModel(std::move(lowered), options, device));
+  model->report_ = std::move(report);
+  // Build the plans that can be known now: fully static inputs, and the shapes asked for.
+  std::vector<std::vector<std::vector<int64_t>>> shapes = options.prebuild_shapes;
+  bool all_static = true;
+  std::vector<std::vector<int64_t>> static_dims;
+  for (const IoInfo& input : model->inputs_) {
+    all_static &= input.type.shape.isStatic();
+    if (input.type.shape.isStatic()) static_dims.push_back(input.type.shape.staticDims());
+  }
+  if (all_static) shapes.push_back(static_dims);
+  for (const auto& dims : shapes) {
+    if (dims.size() != model->inputs_.size()) {
+      raise("a prebuild shape lists ", dims.size(), " inputs, the model has ", model->inputs_.size());
+    }
+    std::vector<TensorDesc> descs;
+    for (size_t i = 0; i < dims.size(); ++i) descs.push_back(TensorDesc::of(model->inputs_[i].type.dtype, dims[i]));
+    model->planFor(descs);
+  }
+  return model;
+}
+
+size_t CompiledModel::inputIndex(std::string_view name) const {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i].name == name) return i;
+  }
+  std::string names;
+  for (const IoInfo& input : inputs_) names += (names.empty() ? "" : ", ") + input.name;
+  raise("the model has no input named '", name, "' (inputs: ", names, ")");
+}
+
+void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    raise("the model takes ", inputs_.size(), " inputs, ", inputs.size(), " were given");
+  }
+  // A symbol names one size across all inputs: the first input that has it fixes it.
+  std::map<std::string, std::pair<int64_t, size_t>> symbols;  // symbol -> (size, input)
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const IoInfo& expected = inputs_[i];
+    const TensorDesc& actual = inputs[i];
+    bool matches = actual.dtype == expected.type.dtype &&
+                   actual.rank == static_cast<int>(expected.type.shape.rank());
+    for (int d = 0; matches && d < actual.rank; ++d) {
+      const Dim& dim = expected.type.shape[static_cast<size_t>(d)];
+      matches = !dim.isStatic() || dim.value() == actual.dims[static_cast<size_t>(d)];
+    }
+    if (!matches) {
+      raise("input '", expected.name, "' (#", i, "): expected ", expected.type.str(), ", got ", actual.str());
+    }
+    for (int d = 0; d < actual.rank; ++d) {
+      const Dim& dim = expected.type.shape[static_cast<size_t>(d)];
+      if (!dim.isSymbolic() || dim.symbols() != std::vector<std::string>{dim.str()}) continue;  // plain symbols only
+      auto [it, first] = symbols.emplace(dim.str(), std::make_pair(actual.dims[static_cast<size_t>(d)], i));
+      if (!first && it->second.first != actual.dims[static_cast<size_t>(d)]) {
+        raise("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ",
+              actual.dims[static_cast<size_t>(d)], ", but input '", inputs_[it->second.second].name,
+              "' has ", dim.str(), " = ", it->second.first);
+      }
+    }
+  }
+}
+
+std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>& inputs) const {
+  checkInputs(inputs);
+  std::string key = shapeSignature(inputs);
+  std::lock_guard<std::mutex> lock(plans_mutex_);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  std::shared_ptr<const Plan> plan = buildPlan(*graph_, inputs, device_, num_threads_, report_);
+  plans_.emplace(std::move(key), plan);
+  return plan;
+}
+
+std::unique_ptr<RunContext> CompiledModel::createContext() const {
+  return std::unique_ptr<RunContext>(new RunContext(shared_from_this()));
+}
+
+}  // namespace estuary::ge

@@ -1,0 +1,437 @@
+// Conv and ConvTranspose. oneDNN's convolution/deconvolution primitives run the 1-D to 3-D
+// f32/bf16/f16 cases; constant weights are reordered at build time into the blocked
+// format the primitive prefers. Activations are plain NC+spatial unless the caller's
+// ActivationLayout asks for a blocked format. Everything else (f64, more than three
+// spatial axes, cases oneDNN declines) runs on an own im2col + GEMM kernel.
+#include <array>
+
+#include "cpu/nn_kernels.h"
+#include "cpu/nn_support.h"
+#include "cpu/post_ops.h"
+
+namespace estuary::ge::cpu {
+
+namespace {
+
+// The sliding-window geometry of a convolution, resolved from the attributes and the
+// concrete shapes.
+struct ConvGeometry {
+  int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
+  std::vector<int64_t> in, out, kernel, strides, dilations, pad_begin, pad_end;
+  int64_t kernelSize() const {
+    int64_t size = 1;
+    for (int64_t k : kernel) size *= k;
+    return size;
+  }
+};
+
+int64_t product(const std::vector<int64_t>& values) {
+  int64_t result = 1;
+  for (int64_t value : values) result *= value;
+  return result;
+}
+
+// Reads strides, dilations and pads (auto_pad resolved) for Conv (transpose = false) or
+// ConvTranspose.
+ConvGeometry convGeometry(const KernelBuildContext& context, bool transpose) {
+  const TensorDesc& x = context.input(0);
+  const TensorDesc& w = context.input(1);
+  const TensorDesc& y = context.output(0);
+  const size_t spatial = static_cast<size_t>(x.rank) - 2;
+  ConvGeometry geometry;
+  geometry.batch = x.dims[0];
+  geometry.in_channels = x.dims[1];
+  geometry.out_channels = y.dims[1];
+  geometry.groups = context.intAttr("group");
+  for (size_t i = 0; i < spatial; ++i) {
+    geometry.in.push_back(x.dims[2 + i]);
+    geometry.out.push_back(y.dims[2 + i]);
+    geometry.kernel.push_back(w.dims[2 + i]);
+  }
+  auto perAxis = [&](const char* name, int64_t fallback) {
+    std::vector<int64_t> values = context.intsAttr(name);
+    if (values.empty()) values.assign(spatial, fallback);
+    return values;
+  };
+  geometry.strides = perAxis("strides", 1);
+  geometry.dilations = perAxis("dilations", 1);
+  std::vector<int64_t> pads = context.intsAttr("pads");
+  if (pads.empty()) pads.assign(2 * spatial, 0);
+  std::vector<int64_t> output_padding = perAxis("output_padding", 0);
+  const std::string auto_pad = context.stringAttr("auto_pad");
+  const bool has_output_shape = transpose && !context.intsAttr("output_shape").empty();
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t extent = (geometry.kernel[i] - 1) * geometry.dilations[i] + 1;
+    int64_t begin = pads[i], end = pads[i + spatial];
+    if (auto_pad == "VALID") {
+      begin = end = 0;
+    } else if (!transpose && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+      int64_t total = std::max<int64_t>(0, (geometry.out[i] - 1) * geometry.strides[i] + extent - geometry.in[i]);
+      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end = total - begin;
+    } else if (transpose && (has_output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+      int64_t total = geometry.strides[i] * (geometry.in[i] - 1) + output_padding[i] + extent - geometry.out[i];
+      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end = total - begin;
+    }
+    if (transpose) {
+      // The output the primitive computes is fixed by the output shape: the end padding
+      // absorbs output_padding (and may go negative).
+      end = geometry.strides[i] * (geometry.in[i] - 1) + extent - begin - geometry.out[i];
+    }
+    geometry.pad_begin.push_back(begin);
+    geometry.pad_end.push_back(end);
+  }
+  return geometry;
+}
+
+dnnl::memory::desc activationDesc(const TensorDesc& desc, dnnl::memory::format_tag format) {
+  if (format == dnnl::memory::format_tag::undef) return plainDesc(desc);
+  return dnnl::memory::desc(dnnl::memory::dims(desc.dims.begin(), desc.dims.begin() + desc.rank),
+                            dnnlType(desc.dtype), format);
+}
+
+// oneDNN's view of ONNX weights. Conv: [M, C/g, k...] is goihw as it is. ConvTranspose:
+// [C, M/g, k...] is (g, i, o, k...), given to oneDNN as (g, o, i, k...) by strides.
+dnnl::memory::desc weightsDesc(const ConvGeometry& geometry, DType dtype, bool transpose) {
+  const int64_t g = geometry.groups, kernel = geometry.kernelSize();
+  const int64_t oc = geometry.out_channels / g, ic = geometry.in_channels / g;
+  dnnl::memory::dims dims, strides;
+  if (g > 1) {
+    dims.push_back(g);
+    strides.push_back(oc * ic * kernel);
+  }
+  dims.push_back(oc);
+  dims.push_back(ic);
+  strides.push_back(transpose ? kernel : ic * kernel);
+  strides.push_back(transpose ? oc * kernel : kernel);
+  std::vector<int64_t> spatial_strides(geometry.kernel.size(), 1);
+  for (size_t i = geometry.kernel.size(); i-- > 1;) spatial_strides[i - 1] = spatial_strides[i] * geometry.kernel[i];
+  for (size_t i = 0; i < geometry.kernel.size(); ++i) {
+    dims.push_back(geometry.kernel[i]);
+    strides.push_back(spatial_strides[i]);
+  }
+  return dnnl::memory::desc(dims, dnnlType(dtype), strides);
+}
+
+struct ConvPrimitive {
+  dnnl::primitive primitive;
+  dnnl::memory::desc src, dst, weights, scratchpad;
+  std::string label;
+  // oneDNN's fast convolutions are its direct JIT kernels; "gemm" (im2col + GEMM) and
+  // "ref" are what it falls back to, e.g. for plain NCHW activations.
+  bool direct() const { return label.find("gemm") == std::string::npos && label.find("ref") == std::string::npos; }
+};
+
+std::optional<ConvPrimitive> convPrimitive(const dnnl::engine& engine, bool transpose, const dnnl::memory::desc& src,
+                                           const dnnl::memory::desc& weights, const dnnl::memory::desc& bias,
+                                           const dnnl::memory::desc& dst, const ConvGeometry& geometry,
+                                           const dnnl::primitive_attr& attr) {
+  dnnl::memory::dims strides(geometry.strides.begin(), geometry.strides.end());
+  dnnl::memory::dims dilations, pad_l(geometry.pad_begin.begin(), geometry.pad_begin.end()),
+      pad_r(geometry.pad_end.begin(), geometry.pad_end.end());
+  for (int64_t d : geometry.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
+  ConvPrimitive result;
+  try {
+    if (!transpose) {
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           src, weights, bias, dst, strides, dilations, pad_l, pad_r);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+      result = {dnnl::convolution_forward(pd), pd.src_desc(), pd.dst_desc(), pd.weights_desc(),
+                pd.scratchpad_desc(), "onednn:conv " + implName(pd)};
+    } else {
+      dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                             dnnl::algorithm::deconvolution_direct, src, weights, bias, dst, strides,
+                                             dilations, pad_l, pad_r);
+      dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine);
+      result = {dnnl::deconvolution_forward(pd), pd.src_desc(), pd.dst_desc(), pd.weights_desc(),
+                pd.scratchpad_desc(), "onednn:deconv " + implName(pd)};
+    }
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+  return result;
+}
+
+// A convolution on plain tensors computed in the blocked layout oneDNN's direct kernels
+// want: input 0 is reordered into scratch, the convolution writes a blocked result into
+// scratch, which is reordered into output 0. Used where oneDNN has no direct kernel for
+// the plain layout (until a layout pass keeps whole conv chains blocked).
+class ReorderedConvKernel final : public Kernel {
+ public:
+  ReorderedConvKernel(std::unique_ptr<Kernel> to_blocked, std::unique_ptr<Kernel> conv,
+                      std::unique_ptr<Kernel> to_plain, size_t src_bytes, size_t dst_bytes, size_t num_inputs)
+      : to_blocked_(std::move(to_blocked)), conv_(std::move(conv)), to_plain_(std::move(to_plain)),
+        src_bytes_((src_bytes + 63) / 64 * 64), dst_bytes_((dst_bytes + 63) / 64 * 64), num_inputs_(num_inputs) {}
+
+  size_t scratchBytes() const override {
+    return src_bytes_ + dst_bytes_ +
+           std::max({to_blocked_->scratchBytes(), conv_->scratchBytes(), to_plain_->scratchBytes()});
+  }
+  std::unique_ptr<KernelState> createState() const override {
+    auto state = std::make_unique<States>();
+    state->to_blocked = to_blocked_->createState();
+    state->conv = conv_->createState();
+    state->to_plain = to_plain_->createState();
+    return state;
+  }
+  void run(const KernelArgs& args, KernelState* raw_state) const override {
+    auto* state = static_cast<States*>(raw_state);
+    auto* scratch = static_cast<std::byte*>(args.scratch);
+    void* src = scratch;
+    void* dst = scratch + src_bytes_;
+    void* inner_scratch = scratch + src_bytes_ + dst_bytes_;
+    const void* reorder_in[] = {args.inputs[0]};
+    void* reorder_out[] = {src};
+    to_blocked_->run({reorder_in, reorder_out, inner_scratch, args.num_threads, args.device}, state->to_blocked.get());
+    std::array<const void*, kMaxInputs> inputs{};
+    for (size_t i = 0; i < num_inputs_; ++i) inputs[i] = args.inputs[i];
+    inputs[0] = src;
+    void* conv_out[] = {dst};
+    conv_->run({inputs.data(), conv_out, inner_scratch, args.num_threads, args.device}, state->conv.get());
+    const void* blocked_in[] = {dst};
+    to_plain_->run({blocked_in, args.outputs, inner_scratch, args.num_threads, args.device}, state->to_plain.get());
+  }
+  std::string name() const override { return conv_->name() + " (blocked inside)"; }
+
+  static constexpr size_t kMaxInputs = 16;
+
+ private:
+  struct States final : KernelState {
+    std::unique_ptr<KernelState> to_blocked, conv, to_plain;
+  };
+  std::unique_ptr<Kernel> to_blocked_, conv_, to_plain_;
+  size_t src_bytes_, dst_bytes_, num_inputs_;
+};
+
+std::unique_ptr<Kernel> reorderKernel(const dnnl::engine& engine, const dnnl::memory::desc& from,
+                                      const dnnl::memory::desc& to) {
+  dnnl::reorder::primitive_desc pd(engine, from, engine, to, scratchpadAttr());
+  return std::make_unique<OnednnKernel>(
+      "onednn:reorder", engine, dnnl::reorder(pd), pd.scratchpad_desc().get_size(),
+      std::vector<OnednnArg>{{DNNL_ARG_FROM, OnednnArg::Source::Input, 0, from},
+                             {DNNL_ARG_TO, OnednnArg::Source::Output, 0, to},
+                             {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}});
+}
+
+std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
+                                   const Epilogue& epilogue, const ActivationLayout& layout) {
+  const DType dtype = context.output(0).dtype;
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return nullptr;
+  if (geometry.in.size() < 1 || geometry.in.size() > 3) return nullptr;
+  const dnnl::engine& engine = cpuOf(context).engine();
+  const bool plain = layout.src == dnnl::memory::format_tag::undef && layout.dst == dnnl::memory::format_tag::undef;
+  dnnl::memory::desc src = activationDesc(context.input(0), layout.src);
+  dnnl::memory::desc dst = activationDesc(context.output(0), layout.dst);
+  dnnl::memory::desc weights = weightsDesc(geometry, dtype, transpose);
+  const Tensor* constant_weights = context.constantInput(1);
+  dnnl::memory::desc weights_request =
+      constant_weights ? dnnl::memory::desc(weights.dims(), weights.data_type(), dnnl::memory::format_tag::any)
+                       : weights;
+
+  std::vector<EpilogueStep> steps = epilogue.steps;
+  std::optional<OnednnArg> bias;
+  auto biasArg = [&](size_t input) {
+    const TensorDesc& vector = context.input(input);
+    if (vector.numElements() != geometry.out_channels) return false;
+    dnnl::memory::dims dims{geometry.out_channels};
+    bias = OnednnArg{DNNL_ARG_BIAS, OnednnArg::Source::Input, input, plainDesc(dims, vector.dtype)};
+    return true;
+  };
+  // The op's own bias (input 2), else a leading Bias step, is the primitive's bias.
+  bool own_bias_in_steps = false;
+  for (const EpilogueStep& step : steps) own_bias_in_steps |= step.kind != EpilogueStep::Kind::Activation && step.input == 2;
+  if (context.hasInput(2) && !own_bias_in_steps) {
+    biasArg(2);
+  } else if (!steps.empty() && steps.front().kind == EpilogueStep::Kind::Bias && context.hasInput(steps.front().input) &&
+             biasArg(steps.front().input)) {
+    steps.erase(steps.begin());
+  }
+  dnnl::post_ops post_ops;
+  std::vector<OnednnArg> args;
+  if (!appendEpilogue(context, steps, dst, 1, layout.dst, post_ops, args)) return nullptr;
+  dnnl::primitive_attr attr = scratchpadAttr();
+  attr.set_post_ops(post_ops);
+  dnnl::memory::desc bias_md = bias ? bias->desc : dnnl::memory::desc();
+
+  std::optional<ConvPrimitive> conv =
+      convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, attr);
+  std::optional<ConvPrimitive> blocked;
+  if (plain && (!conv || !conv->direct())) {
+    auto any = [&](const dnnl::memory::desc& desc) {
+      return dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::any);
+    };
+    blocked = convPrimitive(engine, transpose, any(src), weights_request, bias_md, any(dst), geometry, attr);
+    if (blocked && (!blocked->direct() || context.numInputs() > ReorderedConvKernel::kMaxInputs)) blocked.reset();
+  }
+  if (!conv && !blocked) return nullptr;
+  const ConvPrimitive& chosen = blocked ? *blocked : *conv;
+  args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
+  args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
+  args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
+  std::vector<std::vector<std::byte>> owned;
+  if (constant_weights) {
+    owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
+    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
+  } else {
+    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
+  }
+  if (bias) args.push_back(*bias);
+  auto kernel = std::make_unique<PackedOnednnKernel>(chosen.label, engine, chosen.primitive,
+                                                     chosen.scratchpad.get_size(), std::move(args), std::move(owned));
+  if (!blocked) return kernel;
+  return std::make_unique<ReorderedConvKernel>(reorderKernel(engine, src, blocked->src), std::move(kernel),
+                                               reorderKernel(engine, blocked->dst, dst), blocked->src.get_size(),
+                                               blocked->dst.get_size(), context.numInputs());
+}
+
+// ---------------------------------------------------------------------------- own kernel
+
+// Conv: per image and group, columns[C/g * K, P] = im2col(x), y = W_g x columns + bias.
+// ConvTranspose: columns[M/g * K, P_in] = W_g^T x x_g, then scattered (col2im) into y.
+// Computation is in f32 (f64 for f64); weights are converted once per run.
+template <typename T>
+class OwnConvKernel final : public Kernel {
+  using Acc = ComputeType<T>;
+
+ public:
+  OwnConvKernel(const ConvGeometry& geometry, bool transpose, bool has_bias)
+      : geometry_(geometry), transpose_(transpose), has_bias_(has_bias),
+        window_(transpose ? windowTable(geometry.out, geometry.in, geometry.kernel, geometry.strides,
+                                        geometry.dilations, geometry.pad_begin, false)
+                          : windowTable(geometry.in, geometry.out, geometry.kernel, geometry.strides,
+                                        geometry.dilations, geometry.pad_begin, false)) {
+    const int64_t g = geometry.groups;
+    in_group_ = geometry.in_channels / g;
+    out_group_ = geometry.out_channels / g;
+    in_size_ = product(geometry.in);
+    out_size_ = product(geometry.out);
+    weights_ = (transpose ? geometry.in_channels * out_group_ : geometry.out_channels * in_group_) * window_.kernel;
+    const int64_t column_rows = (transpose ? out_group_ : in_group_) * window_.kernel;
+    columns_ = column_rows * window_.positions;
+    product_ = out_group_ * out_size_;
+    image_ = transpose ? in_group_ * in_size_ : 0;
+    zero_offsets_.assign(1, 0);
+  }
+
+  size_t scratchBytes() const override {
+    return static_cast<size_t>(weights_ + columns_ + product_ + image_) * sizeof(Acc);
+  }
+
+  void run(const KernelArgs& args, KernelState*) const override {
+    const T* x = static_cast<const T*>(args.inputs[0]);
+    const T* w = static_cast<const T*>(args.inputs[1]);
+    const T* bias = has_bias_ ? static_cast<const T*>(args.inputs[2]) : nullptr;
+    T* y = static_cast<T*>(args.outputs[0]);
+    Acc* weights = static_cast<Acc*>(args.scratch);
+    Acc* columns = weights + weights_;
+    Acc* result = columns + columns_;
+    const int threads = args.num_threads;
+#pragma omp parallel for num_threads(threads) if (weights_ > (1 << 16))
+    for (int64_t i = 0; i < weights_; ++i) weights[i] = loadAs(w[i]);
+    const int64_t kernel = window_.kernel, positions = window_.positions;
+    for (int64_t n = 0; n < geometry_.batch; ++n) {
+      for (int64_t g = 0; g < geometry_.groups; ++g) {
+        if (!transpose_) {
+          const T* image = x + (n * geometry_.in_channels + g * in_group_) * in_size_;
+#pragma omp parallel for num_threads(threads) if (columns_ > (1 << 15))
+          for (int64_t row = 0; row < in_group_ * kernel; ++row) {
+            const T* channel = image + (row / kernel) * in_size_;
+            const int64_t* offsets = window_.offsets.data() + (row % kernel) * positions;
+            Acc* column = columns + row * positions;
+            for (int64_t p = 0; p < positions; ++p) column[p] = offsets[p] < 0 ? Acc(0) : loadAs(channel[offsets[p]]);
+          }
+          const int64_t k = in_group_ * kernel;
+          ownBatchedGemm<Acc>(1, zero_offsets_.data(), zero_offsets_.data(), out_group_, positions, k,
+                              weights + g * out_group_ * k, k, 1, columns, positions, 1, result, threads);
+          T* out = y + (n * geometry_.out_channels + g * out_group_) * out_size_;
+#pragma omp parallel for num_threads(threads) if (product_ > (1 << 15))
+          for (int64_t m = 0; m < out_group_; ++m) {
+            const Acc shift = bias ? loadAs(bias[g * out_group_ + m]) : Acc(0);
+            for (int64_t p = 0; p < out_size_; ++p) out[m * out_size_ + p] = storeAs<T>(result[m * out_size_ + p] + shift);
+          }
+        } else {
+          // columns[(m, k), p] = sum_c W[c, m, k] x[c, p], then each row is scattered
+          // into an f32/f64 accumulator of its output channel.
+          Acc* image = result + product_;  // x_g converted, [C/g, P_in]
+          const T* source = x + (n * geometry_.in_channels + g * in_group_) * in_size_;
+          for (int64_t i = 0; i < image_; ++i) image[i] = loadAs(source[i]);
+          const int64_t rows = out_group_ * kernel;
+          ownBatchedGemm<Acc>(1, zero_offsets_.data(), zero_offsets_.data(), rows, positions, in_group_,
+                              weights + g * in_group_ * rows, 1, rows, image, positions, 1, columns, threads);
+          T* out = y + (n * geometry_.out_channels + g * out_group_) * out_size_;
+#pragma omp parallel for num_threads(threads) if (columns_ > (1 << 15))
+          for (int64_t m = 0; m < out_group_; ++m) {
+            Acc* sum = result + m * out_size_;
+            const Acc shift = bias ? loadAs(bias[g * out_group_ + m]) : Acc(0);
+            for (int64_t p = 0; p < out_size_; ++p) sum[p] = shift;
+            for (int64_t r = 0; r < kernel; ++r) {
+              const int64_t* offsets = window_.offsets.data() + r * positions;
+              const Acc* row = columns + (m * kernel + r) * positions;
+              for (int64_t p = 0; p < positions; ++p) {
+                if (offsets[p] >= 0) sum[offsets[p]] += row[p];
+              }
+            }
+            for (int64_t p = 0; p < out_size_; ++p) out[m * out_size_ + p] = storeAs<T>(sum[p]);
+          }
+        }
+      }
+    }
+  }
+  std::string name() const override { return transpose_ ? "cpu:conv_transpose" : "cpu:conv"; }
+
+ private:
+  ConvGeometry geometry_;
+  bool transpose_;
+  bool has_bias_;
+  WindowTable window_;
+  int64_t in_group_ = 0, out_group_ = 0, in_size_ = 0, out_size_ = 0;
+  int64_t weights_ = 0, columns_ = 0, product_ = 0, image_ = 0;
+  std::vector<int64_t> zero_offsets_;
+};
+
+std::unique_ptr<Kernel> ownConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose) {
+  std::unique_ptr<Kernel> kernel;
+  dispatchFloat(context.output(0).dtype, [&](auto zero) {
+    using T = decltype(zero);
+    kernel = std::make_unique<OwnConvKernel<T>>(geometry, transpose, context.hasInput(2));
+  });
+  return kernel;
+}
+
+std::unique_ptr<Kernel> makeConvLike(const KernelBuildContext& context, const Epilogue& epilogue,
+                                     const ActivationLayout& layout, bool transpose) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (context.hasInput(i) && context.input(i).dtype != context.output(0).dtype) return nullptr;
+  }
+  ConvGeometry geometry = convGeometry(context, transpose);
+  if (context.output(0).numElements() == 0) {
+    return epilogue.empty() ? makeZeroFillKernel(context, "cpu:conv (empty)") : nullptr;
+  }
+  if (std::unique_ptr<Kernel> kernel = onednnConv(context, geometry, transpose, epilogue, layout)) return kernel;
+  const bool plain = layout.src == dnnl::memory::format_tag::undef && layout.dst == dnnl::memory::format_tag::undef;
+  if (!epilogue.empty() || !plain) return nullptr;
+  return ownConv(context, geometry, transpose);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> makeConvKernel(const KernelBuildContext& context, const Epilogue& epilogue,
+                                       const ActivationLayout& layout) {
+  return buildPreferringF32(context,
+                            [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, layout, false); });
+}
+
+std::unique_ptr<Kernel> makeConvTransposeKernel(const KernelBuildContext& context, const Epilogue& epilogue,
+                                                const ActivationLayout& layout) {
+  return buildPreferringF32(context,
+                            [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, layout, true); });
+}
+
+void registerConvKernels(KernelRegistry& registry) {
+  registry.add("Conv", "", [](const KernelBuildContext& context) { return makeConvKernel(context, {}); });
+  registry.add("ConvTranspose", "",
+               [](const KernelBuildContext& context) { return makeConvTransposeKernel(context, {}); });
+}
+
+}  // namespace estuary::ge::cpu

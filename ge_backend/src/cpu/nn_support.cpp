@@ -1,0 +1,264 @@
+#include "cpu/nn_support.h"
+
+#include "cpu/nn_kernels.h"
+
+#include <array>
+
+namespace estuary::ge::cpu {
+
+std::vector<std::byte> reorderConstant(const dnnl::engine& engine, const void* data, const dnnl::memory::desc& from,
+                                       const dnnl::memory::desc& to) {
+  std::vector<std::byte> packed(to.get_size());
+  dnnl::memory source(from, engine, const_cast<void*>(data));
+  dnnl::memory destination(to, engine, packed.data());
+  dnnl::stream stream(engine);
+  dnnl::reorder(source, destination).execute(stream, source, destination);
+  stream.wait();
+  return packed;
+}
+
+dnnl::memory::desc plainDesc(const dnnl::memory::dims& dims, DType dtype) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  return dnnl::memory::desc(dims, dnnlType(dtype), strides);
+}
+
+WindowTable windowTable(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                        const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                        const std::vector<int64_t>& dilations, const std::vector<int64_t>& pad_begin,
+                        bool position_major) {
+  const size_t rank = in.size();
+  WindowTable table;
+  table.kernel = table.positions = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    table.kernel *= kernel[d];
+    table.positions *= out[d];
+  }
+  table.offsets.resize(static_cast<size_t>(table.kernel * table.positions));
+  std::vector<int64_t> k(rank, 0);
+  for (int64_t r = 0; r < table.kernel; ++r) {
+    int64_t rest = r;
+    for (size_t d = rank; d-- > 0;) {
+      k[d] = rest % kernel[d];
+      rest /= kernel[d];
+    }
+    for (int64_t p = 0; p < table.positions; ++p) {
+      int64_t left = p, offset = 0, scale = 1;
+      bool inside = true;
+      for (size_t d = rank; d-- > 0;) {
+        int64_t position = (left % out[d]) * strides[d] - pad_begin[d] + k[d] * dilations[d];
+        left /= out[d];
+        inside &= position >= 0 && position < in[d];
+        offset += position * scale;
+        scale *= in[d];
+      }
+      table.offsets[position_major ? p * table.kernel + r : r * table.positions + p] = inside ? offset : -1;
+    }
+  }
+  return table;
+}
+
+namespace {
+
+constexpr size_t kMaxConvertedOperands = 16;
+
+template <typename Narrow>
+void widen(const void* from, float* to, int64_t count, int threads) {
+  const Narrow* source = static_cast<const Narrow*>(from);
+#pragma omp parallel for simd num_threads(threads) if (count > (1 << 16))
+  for (int64_t i = 0; i < count; ++i) to[i] = toF32(source[i]);
+}
+
+template <typename Narrow>
+void narrow(const float* from, void* to, int64_t count, int threads) {
+  Narrow* target = static_cast<Narrow*>(to);
+#pragma omp parallel for simd num_threads(threads) if (count > (1 << 16))
+  for (int64_t i = 0; i < count; ++i) {
+    if constexpr (std::is_same_v<Narrow, BFloat16>) {
+      target[i] = toBF16(from[i]);
+    } else {
+      target[i] = static_cast<Narrow>(from[i]);
+    }
+  }
+}
+
+class F32ComputeKernel final : public Kernel {
+ public:
+  struct Operand {
+    DType dtype = DType::Undefined;  // F16/BF16: converted; else passed through
+    int64_t count = 0;
+    size_t offset = 0;               // in scratch
+    const void* constant = nullptr;  // a constant input converted at build time
+  };
+
+  F32ComputeKernel(std::unique_ptr<Kernel> inner, std::vector<Operand> inputs, std::vector<Operand> outputs,
+                   size_t inner_scratch_offset, std::vector<Tensor> constants)
+      : inner_(std::move(inner)), inputs_(std::move(inputs)), outputs_(std::move(outputs)),
+        inner_scratch_offset_(inner_scratch_offset), constants_(std::move(constants)) {}
+
+  size_t scratchBytes() const override { return inner_scratch_offset_ + inner_->scratchBytes(); }
+  std::unique_ptr<KernelState> createState() const override { return inner_->createState(); }
+
+  void run(const KernelArgs& args, KernelState* state) const override {
+    auto* scratch = static_cast<std::byte*>(args.scratch);
+    std::array<const void*, kMaxConvertedOperands> inputs{};
+    std::array<void*, kMaxConvertedOperands> outputs{};
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const Operand& operand = inputs_[i];
+      if (operand.constant) {
+        inputs[i] = operand.constant;
+      } else if (operand.dtype == DType::F16 || operand.dtype == DType::BF16) {
+        auto* converted = reinterpret_cast<float*>(scratch + operand.offset);
+        if (args.inputs[i]) {
+          if (operand.dtype == DType::F16) widen<_Float16>(args.inputs[i], converted, operand.count, args.num_threads);
+          else widen<BFloat16>(args.inputs[i], converted, operand.count, args.num_threads);
+        }
+        inputs[i] = args.inputs[i] ? converted : nullptr;
+      } else {
+        inputs[i] = args.inputs[i];
+      }
+    }
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      const bool converted = outputs_[o].dtype == DType::F16 || outputs_[o].dtype == DType::BF16;
+      outputs[o] = converted ? scratch + outputs_[o].offset : args.outputs[o];
+    }
+    KernelArgs inner{inputs.data(), outputs.data(), scratch + inner_scratch_offset_, args.num_threads, args.device};
+    inner_->run(inner, state);
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      const Operand& operand = outputs_[o];
+      const auto* result = reinterpret_cast<const float*>(scratch + operand.offset);
+      if (operand.dtype == DType::F16) narrow<_Float16>(result, args.outputs[o], operand.count, args.num_threads);
+      if (operand.dtype == DType::BF16) narrow<BFloat16>(result, args.outputs[o], operand.count, args.num_threads);
+    }
+  }
+  std::string name() const override { return inner_->name() + " (16-bit via f32)"; }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  std::vector<Operand> inputs_, outputs_;
+  size_t inner_scratch_offset_;
+  std::vector<Tensor> constants_;
+};
+
+bool isHalf(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+
+std::unique_ptr<Kernel> buildInF32(const KernelBuildContext& context, const NnFactory& factory) {
+  if (context.numInputs() > kMaxConvertedOperands || context.numOutputs() > kMaxConvertedOperands) return nullptr;
+  size_t scratch = 0;
+  auto reserve = [&](int64_t count) {
+    size_t offset = scratch;
+    scratch += (static_cast<size_t>(count) * sizeof(float) + 63) / 64 * 64;
+    return offset;
+  };
+  std::vector<TensorDesc> input_descs, output_descs;
+  std::vector<const Tensor*> constant_inputs;
+  std::vector<Tensor> constants;
+  constants.reserve(context.numInputs());
+  std::vector<F32ComputeKernel::Operand> inputs, outputs;
+  for (size_t i = 0; i < context.numInputs(); ++i) {
+    TensorDesc desc = context.input(i);
+    F32ComputeKernel::Operand operand;
+    const Tensor* constant = context.constantInput(i);
+    if (isHalf(desc.dtype)) {
+      operand.dtype = desc.dtype;
+      operand.count = desc.numElements();
+      desc.dtype = DType::F32;
+      if (constant) {
+        constants.push_back(Tensor::allocate(DType::F32, constant->shape()));
+        auto* values = static_cast<float*>(constants.back().mutableData());
+        if (operand.dtype == DType::F16) widen<_Float16>(constant->data(), values, operand.count, 1);
+        else widen<BFloat16>(constant->data(), values, operand.count, 1);
+        constant = &constants.back();
+        operand.constant = constant->data();
+      } else {
+        operand.offset = reserve(operand.count);
+      }
+    }
+    input_descs.push_back(desc);
+    constant_inputs.push_back(constant);
+    inputs.push_back(operand);
+  }
+  for (size_t o = 0; o < context.numOutputs(); ++o) {
+    TensorDesc desc = context.output(o);
+    F32ComputeKernel::Operand operand;
+    if (isHalf(desc.dtype)) {
+      operand.dtype = desc.dtype;
+      operand.count = desc.numElements();
+      operand.offset = reserve(operand.count);
+      desc.dtype = DType::F32;
+    }
+    output_descs.push_back(desc);
+    outputs.push_back(operand);
+  }
+  KernelBuildContext f32_context(context.node(), std::move(input_descs), std::move(output_descs),
+                                 std::move(constant_inputs), context.device(), context.maxThreads());
+  std::unique_ptr<Kernel> inner = factory(f32_context);
+  if (!inner) return nullptr;
+  return std::make_unique<F32ComputeKernel>(std::move(inner), std::move(inputs), std::move(outputs), scratch,
+                                            std::move(constants));
+}
+
+}  // namespace
+
+BuildThreads::BuildThreads(int threads) : saved_(omp_get_max_threads()) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+BuildThreads::~BuildThreads() { omp_set_num_threads(saved_); }
+
+std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory) {
+  BuildThreads threads(context.maxThreads());
+  bool has_f16 = false, has_bf16 = false;
+  for (size_t i = 0; i < context.numInputs(); ++i) {
+    has_f16 |= context.hasInput(i) && context.input(i).dtype == DType::F16;
+    has_bf16 |= context.hasInput(i) && context.input(i).dtype == DType::BF16;
+  }
+  for (size_t o = 0; o < context.numOutputs(); ++o) {
+    has_f16 |= context.output(o).dtype == DType::F16;
+    has_bf16 |= context.output(o).dtype == DType::BF16;
+  }
+  if (has_f16) {
+    if (std::unique_ptr<Kernel> kernel = buildInF32(context, factory)) return kernel;
+    return factory(context);
+  }
+  std::unique_ptr<Kernel> kernel = factory(context);
+  if (has_bf16 && (!kernel || kernel->name().find(" ref:") != std::string::npos)) {
+    if (std::unique_ptr<Kernel> f32_kernel = buildInF32(context, factory)) return f32_kernel;
+  }
+  return kernel;
+}
+
+namespace {
+
+class ZeroFillKernel final : public Kernel {
+ public:
+  ZeroFillKernel(std::vector<size_t> bytes, std::string name) : bytes_(std::move(bytes)), name_(std::move(name)) {}
+  void run(const KernelArgs& args, KernelState*) const override {
+    for (size_t o = 0; o < bytes_.size(); ++o) {
+      if (bytes_[o]) std::memset(args.outputs[o], 0, bytes_[o]);
+    }
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  std::vector<size_t> bytes_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> makeZeroFillKernel(const KernelBuildContext& context, std::string name) {
+  std::vector<size_t> bytes;
+  for (size_t o = 0; o < context.numOutputs(); ++o) bytes.push_back(context.output(o).byteSize());
+  return std::make_unique<ZeroFillKernel>(std::move(bytes), std::move(name));
+}
+
+void registerNnKernels(KernelRegistry& registry) {
+  registerMatMulKernels(registry);
+  registerConvKernels(registry);
+  registerPoolingKernels(registry);
+  registerNormalizationKernels(registry);
+  registerSoftmaxKernels(registry);
+}
+
+}  // namespace estuary::ge::cpu

@@ -1,0 +1,87 @@
+#include "cpu/onednn_kernel.h"
+
+namespace estuary::ge::cpu {
+
+namespace {
+
+class OnednnState final : public KernelState {
+ public:
+  std::vector<dnnl::memory> memories;
+  std::vector<dnnl_exec_arg_t> exec_args;
+};
+
+}  // namespace
+
+OnednnKernel::OnednnKernel(std::string name, const dnnl::engine& engine, dnnl::primitive primitive,
+                           size_t scratchpad_bytes, std::vector<OnednnArg> args)
+    : name_(std::move(name)), engine_(engine), primitive_(std::move(primitive)),
+      scratchpad_bytes_(scratchpad_bytes), args_(std::move(args)) {}
+
+std::unique_ptr<KernelState> OnednnKernel::createState() const {
+  auto state = std::make_unique<OnednnState>();
+  for (const OnednnArg& arg : args_) {
+    state->memories.emplace_back(arg.desc, engine_, arg.source == OnednnArg::Source::Constant
+                                                       ? const_cast<void*>(arg.constant)
+                                                       : DNNL_MEMORY_NONE);
+    state->exec_args.push_back(dnnl_exec_arg_t{arg.dnnl_arg, state->memories.back().get()});
+  }
+  return state;
+}
+
+void OnednnKernel::run(const KernelArgs& args, KernelState* raw_state) const {
+  auto* state = static_cast<OnednnState*>(raw_state);
+  for (size_t i = 0; i < args_.size(); ++i) {
+    const OnednnArg& arg = args_[i];
+    void* data = nullptr;
+    switch (arg.source) {
+      case OnednnArg::Source::Input: data = const_cast<void*>(args.inputs[arg.index]); break;
+      case OnednnArg::Source::Output: data = args.outputs[arg.index]; break;
+      case OnednnArg::Source::Scratchpad: data = args.scratch; break;
+      case OnednnArg::Source::Constant: continue;
+    }
+    dnnl_memory_set_data_handle(state->exec_args[i].memory, data);
+  }
+  dnnl_status_t status = dnnl_primitive_execute(primitive_.get(), streamOf(args).get(),
+                                                 static_cast<int>(state->exec_args.size()), state->exec_args.data());
+  if (status != dnnl_success) raise(name_, ": oneDNN execution failed (status ", static_cast<int>(status), ")");
+}
+
+dnnl::primitive_attr scratchpadAttr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+bool dnnlSupports(DType dtype) {
+  switch (dtype) {
+    case DType::F32: case DType::F16: case DType::BF16: case DType::I8: case DType::U8: case DType::I32:
+      return true;
+    default:
+      return false;
+  }
+}
+
+dnnl::memory::data_type dnnlType(DType dtype) {
+  using dt = dnnl::memory::data_type;
+  switch (dtype) {
+    case DType::F32: return dt::f32;
+    case DType::F16: return dt::f16;
+    case DType::BF16: return dt::bf16;
+    case DType::I8: return dt::s8;
+    case DType::U8: return dt::u8;
+    case DType::I32: return dt::s32;
+    default: raise("oneDNN has no data type for ", dtypeName(dtype));
+  }
+}
+
+dnnl::memory::desc plainDesc(const TensorDesc& desc) {
+  dnnl::memory::dims dims(desc.dims.begin(), desc.dims.begin() + desc.rank);
+  if (dims.empty()) dims.push_back(1);  // oneDNN has no rank-0 tensors
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  return dnnl::memory::desc(dims, dnnlType(desc.dtype), strides);
+}
+
+std::string implName(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
+
+}  // namespace estuary::ge::cpu

@@ -1,0 +1,57 @@
+#pragma once
+// Kernels backed by one oneDNN primitive. The primitive (and its JIT code) is made once at
+// build time; each run context gets its own memory objects and argument array, so a run
+// only swaps data pointers and calls the C API, which allocates nothing.
+#include <dnnl.h>
+
+#include <dnnl.hpp>
+#include <vector>
+
+#include "cpu/cpu_device.h"
+
+namespace estuary::ge::cpu {
+
+// Where a primitive argument's data comes from.
+struct OnednnArg {
+  enum class Source : uint8_t { Input, Output, Scratchpad, Constant };
+  int dnnl_arg;              // DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, ...
+  Source source;
+  size_t index = 0;          // which input or output
+  dnnl::memory::desc desc;
+  const void* constant = nullptr;  // Source::Constant: pre-packed data owned by the kernel
+};
+
+class OnednnKernel : public Kernel {
+ public:
+  // `primitive_desc` must have been created with a user scratchpad (see scratchpadAttr()).
+  OnednnKernel(std::string name, const dnnl::engine& engine, dnnl::primitive primitive, size_t scratchpad_bytes,
+               std::vector<OnednnArg> args);
+
+  size_t scratchBytes() const override { return scratchpad_bytes_; }
+  std::unique_ptr<KernelState> createState() const override;
+  void run(const KernelArgs& args, KernelState* state) const override;
+  std::string name() const override { return name_; }
+
+ protected:
+  // Owns pre-packed weights referenced by Source::Constant arguments.
+  std::vector<std::vector<std::byte>> owned_;
+
+ private:
+  std::string name_;
+  dnnl::engine engine_;
+  dnnl::primitive primitive_;
+  size_t scratchpad_bytes_;
+  std::vector<OnednnArg> args_;
+};
+
+// Primitive attributes every Estuary oneDNN kernel uses: scratchpad in Estuary's arena.
+dnnl::primitive_attr scratchpadAttr();
+// f32 -> dnnl::memory::data_type::f32 ...; raises for types oneDNN lacks.
+dnnl::memory::data_type dnnlType(DType dtype);
+bool dnnlSupports(DType dtype);
+// A plain row-major memory desc for a tensor.
+dnnl::memory::desc plainDesc(const TensorDesc& desc);
+// The implementation oneDNN picked, e.g. "brg:avx512_core_amx".
+std::string implName(const dnnl::primitive_desc_base& pd);
+
+}  // namespace estuary::ge::cpu

@@ -1,0 +1,124 @@
+#include "estuary/ge/kernel.h"
+
+#include <algorithm>
+
+#include "estuary/ops/schema.h"
+
+namespace estuary::ge {
+
+TensorDesc TensorDesc::of(const TensorType& type) {
+  if (!type.shape.isStatic()) raise("type ", type.str(), " is not static");
+  return of(type.dtype, type.shape.staticDims());
+}
+
+TensorDesc TensorDesc::of(DType dtype, const std::vector<int64_t>& dims) {
+  if (dims.size() > static_cast<size_t>(kMaxRank)) {
+    raise("rank ", dims.size(), " is above the backend's limit of ", kMaxRank);
+  }
+  TensorDesc desc;
+  desc.dtype = dtype;
+  desc.rank = static_cast<int>(dims.size());
+  std::copy(dims.begin(), dims.end(), desc.dims.begin());
+  return desc;
+}
+
+int64_t TensorDesc::numElements() const {
+  int64_t count = 1;
+  for (int i = 0; i < rank; ++i) count *= dims[i];
+  return count;
+}
+
+std::string TensorDesc::str() const {
+  std::string text(dtypeName(dtype));
+  text += '[';
+  for (int i = 0; i < rank; ++i) {
+    if (i) text += ',';
+    text += std::to_string(dims[i]);
+  }
+  return text + ']';
+}
+
+bool operator==(const TensorDesc& a, const TensorDesc& b) {
+  return a.dtype == b.dtype && a.rank == b.rank && std::equal(a.dims.begin(), a.dims.begin() + a.rank, b.dims.begin());
+}
+
+const Attribute* KernelBuildContext::attr(std::string_view name) const {
+  if (const Attribute* attribute = node_.attr(name)) return attribute;
+  if (const OpSchema* schema = OpRegistry::global().find(node_)) {
+    if (const AttrSpec* spec = schema->findAttr(name); spec && spec->default_value) return &*spec->default_value;
+  }
+  return nullptr;
+}
+
+int64_t KernelBuildContext::intAttr(std::string_view name) const {
+  const Attribute* attribute = attr(name);
+  if (!attribute) fail("attribute '", name, "' is missing");
+  return attribute->asInt();
+}
+
+double KernelBuildContext::floatAttr(std::string_view name) const {
+  const Attribute* attribute = attr(name);
+  if (!attribute) fail("attribute '", name, "' is missing");
+  return attribute->asFloat();
+}
+
+std::vector<int64_t> KernelBuildContext::intsAttr(std::string_view name) const {
+  const Attribute* attribute = attr(name);
+  return attribute ? attribute->asInts() : std::vector<int64_t>{};
+}
+
+std::string KernelBuildContext::stringAttr(std::string_view name) const {
+  const Attribute* attribute = attr(name);
+  return attribute ? attribute->asString() : std::string();
+}
+
+namespace {
+
+std::string qualified(std::string_view op_type, std::string_view domain) {
+  return domain.empty() ? std::string(op_type) : std::string(domain) + "::" + std::string(op_type);
+}
+
+}  // namespace
+
+void KernelRegistry::add(std::string_view op_type, std::string_view domain, KernelFactory factory,
+                         std::shared_ptr<const void> keep_alive) {
+  auto& candidates = entries_[qualified(op_type, domain)];
+  candidates.insert(candidates.begin(), Entry{std::move(keep_alive), std::move(factory)});
+}
+
+bool KernelRegistry::has(std::string_view op_type, std::string_view domain) const {
+  return entries_.find(qualified(op_type, domain)) != entries_.end();
+}
+
+std::shared_ptr<const Kernel> KernelRegistry::create(const KernelBuildContext& context) const {
+  const Node& node = context.node();
+  auto it = entries_.find(node.qualifiedOpType());
+  auto describeInputs = [&] {
+    std::string text;
+    for (size_t i = 0; i < context.numInputs(); ++i) {
+      if (i) text += ", ";
+      text += context.hasInput(i) ? context.input(i).str() : "_";
+    }
+    return text;
+  };
+  if (it == entries_.end()) {
+    raise(node.describe(), ": the CPU device has no kernel for op ", node.qualifiedOpType());
+  }
+  for (const Entry& entry : it->second) {
+    std::unique_ptr<Kernel> kernel = entry.factory(context);
+    if (!kernel) continue;
+    if (!entry.keep_alive) return std::shared_ptr<const Kernel>(std::move(kernel));
+    // The kernel's code lives in a plugin: keep it loaded while the kernel exists.
+    auto keep_alive = entry.keep_alive;
+    return std::shared_ptr<const Kernel>(kernel.release(), [keep_alive](const Kernel* k) { delete k; });
+  }
+  raise(node.describe(), ": no CPU kernel of ", node.qualifiedOpType(), " supports inputs (", describeInputs(), ")");
+}
+
+std::vector<std::string> KernelRegistry::ops() const {
+  std::vector<std::string> names;
+  for (const auto& [name, entries] : entries_) names.push_back(name);
+  return names;
+}
+
+}  // namespace estuary::ge

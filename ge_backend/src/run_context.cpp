@@ -1,0 +1,118 @@
+#include <omp.h>
+
+#include <cstdlib>
+
+#include "estuary/ge/model.h"
+#include "plan.h"
+
+namespace estuary::ge {
+
+RunContext::RunContext(std::shared_ptr<const CompiledModel> model)
+    : model_(std::move(model)), device_state_(model_->device().createRunState()) {}
+
+RunContext::~RunContext() { std::free(arena_); }
+
+void RunContext::bind(const std::vector<HostTensor>& inputs) {
+  bool same = plan_ && inputs.size() == input_descs_.size();
+  for (size_t i = 0; same && i < inputs.size(); ++i) same = inputs[i].desc() == input_descs_[i];
+  if (same) return;
+
+  input_descs_.clear();
+  for (const HostTensor& input : inputs) input_descs_.push_back(input.desc());
+  std::shared_ptr<const Plan> plan = model_->planFor(input_descs_);
+  if (plan == plan_) return;
+  plan_ = std::move(plan);
+  if (plan_->arena_bytes > arena_bytes_) {
+    std::free(arena_);
+    arena_ = std::aligned_alloc(64, (plan_->arena_bytes + 63) / 64 * 64);
+    if (!arena_) raise("out of memory allocating a ", plan_->arena_bytes, "-byte arena");
+    arena_bytes_ = plan_->arena_bytes;
+  }
+  kernel_states_.clear();
+  for (const Step& step : plan_->steps) kernel_states_.push_back(step.kernel->createState());
+  pointers_.assign(plan_->slots.size(), nullptr);
+  auto* arena = static_cast<std::byte*>(arena_);
+  for (size_t i = 0; i < plan_->slots.size(); ++i) {
+    const Slot& slot = plan_->slots[i];
+    if (slot.kind == Slot::Kind::Arena) pointers_[i] = arena + slot.offset;
+    if (slot.kind == Slot::Kind::Constant) pointers_[i] = const_cast<void*>(slot.constant);
+  }
+  owned_outputs_.assign(plan_->output_descs.size(), {});
+  output_views_.clear();
+  for (const TensorDesc& desc : plan_->output_descs) output_views_.push_back(HostTensor::of(desc, nullptr));
+}
+
+void RunContext::execute(const std::vector<HostTensor>& inputs, void* const* outputs) {
+  const Plan& plan = *plan_;
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const Slot& slot = plan.slots[i];
+    if (slot.kind == Slot::Kind::Input) pointers_[i] = inputs[slot.index].data;
+    if (slot.kind == Slot::Kind::Output) pointers_[i] = outputs[slot.index];
+  }
+  int threads = model_->numThreads();
+  omp_set_num_threads(threads);
+  auto* arena = static_cast<std::byte*>(arena_);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    void* const* slots = pointers_.data() + step.first_slot;
+    KernelArgs args{slots, slots + step.num_inputs, arena + step.scratch_offset, threads, device_state_.get()};
+    step.kernel->run(args, kernel_states_[s].get());
+  }
+}
+
+const std::vector<HostTensor>& RunContext::run(const std::vector<HostTensor>& inputs) {
+  bind(inputs);
+  for (size_t k = 0; k < output_views_.size(); ++k) {
+    size_t bytes = plan_->output_descs[k].byteSize();
+    if (owned_outputs_[k].size() < bytes + 64) owned_outputs_[k].resize(bytes + 64);
+    auto address = reinterpret_cast<uintptr_t>(owned_outputs_[k].data());
+    output_views_[k].data = reinterpret_cast<void*>((address + 63) & ~uintptr_t{63});
+  }
+  output_pointers_.resize(output_views_.size());
+  for (size_t k = 0; k < output_views_.size(); ++k) output_pointers_[k] = output_views_[k].data;
+  execute(inputs, output_pointers_.data());
+  return output_views_;
+}
+
+void RunContext::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) {
+  bind(inputs);
+  if (outputs.size() != plan_->output_descs.size()) {
+    raise("the model has ", plan_->output_descs.size(), " outputs, ", outputs.size(), " buffers were given");
+  }
+  output_pointers_.resize(outputs.size());
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (outputs[k].desc() != plan_->output_descs[k]) {
+      raise("output '", model_->outputs()[k].name, "' (#", k, "): expected ", plan_->output_descs[k].str(),
+            ", the buffer given is ", outputs[k].desc().str());
+    }
+    output_pointers_[k] = outputs[k].data;
+  }
+  execute(inputs, output_pointers_.data());
+}
+
+std::vector<TensorDesc> RunContext::outputDescs(const std::vector<HostTensor>& inputs) {
+  bind(inputs);
+  return plan_->output_descs;
+}
+
+std::map<std::string, HostTensor> RunContext::runNamed(const std::map<std::string, HostTensor>& named) {
+  std::vector<HostTensor> inputs(model_->inputs().size());
+  std::vector<bool> given(inputs.size(), false);
+  for (const auto& [name, tensor] : named) {
+    size_t index = model_->inputIndex(name);
+    inputs[index] = tensor;
+    given[index] = true;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!given[i]) raise("input '", model_->inputs()[i].name, "' was not given");
+  }
+  const std::vector<HostTensor>& outputs = run(inputs);
+  std::map<std::string, HostTensor> result;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::string name = model_->outputs()[k].name;
+    result[name.empty() ? "output" + std::to_string(k) : name] = outputs[k];
+  }
+  return result;
+}
+
+}  // namespace estuary::ge

@@ -1,0 +1,462 @@
+// MatMul, Gemm and Einsum kernels against reference loops in double, and the epilogue
+// (post-op) API of the MatMul and Gemm kernels.
+#include <map>
+
+#include "../../ge_backend/src/cpu/post_ops.h"
+#include "estuary/ge/device.h"
+#include "nn_test_support.h"
+
+namespace estuary::ge::nn_test {
+namespace {
+
+std::string dtypeText(DType dtype) { return std::string(dtypeName(dtype)); }
+
+// numpy matmul in double.
+TestTensor referenceMatMul(const TestTensor& a_in, const TestTensor& b_in, DType out_type) {
+  std::vector<int64_t> a = a_in.dims, b = b_in.dims;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  size_t rank = std::max(a.size(), b.size());
+  a.insert(a.begin(), rank - a.size(), 1);
+  b.insert(b.begin(), rank - b.size(), 1);
+  const int64_t m = a[rank - 2], k = a[rank - 1], n = b[rank - 1];
+  std::vector<int64_t> batch(rank - 2);
+  int64_t batches = 1;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    batch[d] = std::max(a[d], b[d]);
+    batches *= batch[d];
+  }
+  TestTensor out{out_type, {}, {}};
+  out.dims = batch;
+  if (a_in.dims.size() > 1) out.dims.push_back(m);
+  if (b_in.dims.size() > 1) out.dims.push_back(n);
+  out.values.assign(static_cast<size_t>(batches * m * n), 0.0);
+  for (int64_t index = 0; index < batches; ++index) {
+    int64_t rest = index, a_batch = 0, b_batch = 0, a_scale = 1, b_scale = 1;
+    for (size_t d = rank - 2; d-- > 0;) {
+      int64_t c = rest % batch[d];
+      rest /= batch[d];
+      a_batch += (a[d] == 1 ? 0 : c) * a_scale;
+      b_batch += (b[d] == 1 ? 0 : c) * b_scale;
+      a_scale *= a[d];
+      b_scale *= b[d];
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          sum += a_in.values[a_batch * m * k + i * k + p] * b_in.values[b_batch * k * n + p * n + j];
+        }
+        out.values[index * m * n + i * n + j] = sum;
+      }
+    }
+  }
+  return out;
+}
+
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+// Integer inputs are small whole numbers so that every product is exact.
+TestTensor inputFor(DType dtype, std::vector<int64_t> dims, uint32_t seed) {
+  return isInteger(dtype) ? randomTensor(dtype, std::move(dims), seed, -5, 5) : randomTensor(dtype, std::move(dims), seed);
+}
+
+double toleranceFor(DType dtype, int64_t k) {
+  // Values are in [-1, 1]: a sum of k products stays within k; f32 accumulation adds
+  // about k * 2^-24 relative error, the output rounding the dtype's half ulp.
+  return isInteger(dtype) ? 0.0 : dtypeTolerance(dtype) * std::max<double>(1.0, std::sqrt(static_cast<double>(k)));
+}
+
+void checkMatMul(DType dtype, const std::vector<int64_t>& a_dims, const std::vector<int64_t>& b_dims,
+                 bool constant_b, uint32_t seed) {
+  TestTensor a = inputFor(dtype, a_dims, seed), b = inputFor(dtype, b_dims, seed + 1);
+  TestTensor expected = referenceMatMul(a, b, dtype);
+  TestTensor out_type = expected;
+  std::string text = "graph @g(%a: " + a.type() + (constant_b ? "" : ", %b: " + b.type()) + ") {\n";
+  if (constant_b) text += constantLine("b", b);
+  text += "  %y = MatMul(%a, %b) : " + out_type.type() + "\n  return %y\n}";
+  std::vector<TestTensor> inputs{a};
+  if (!constant_b) inputs.push_back(b);
+  RunResult result = runGraph(text, inputs);
+  ASSERT_EQ(result.outputs[0].dims, expected.dims);
+  const int64_t k = a_dims.back();
+  std::string what = "MatMul " + dtypeText(dtype) + " " + dimsText(a_dims) + " x " + dimsText(b_dims) +
+                     (constant_b ? " (constant B)" : "");
+  expectNear(result.outputs[0], expected.values, toleranceFor(dtype, k), isInteger(dtype) ? 0.0 : 1e-6, what);
+}
+
+const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> kMatMulShapes = {
+    {{3, 4}, {4, 5}},          {{17, 33}, {33, 19}},      {{2, 3, 4}, {4, 5}},       {{2, 1, 3, 4}, {5, 4, 6}},
+    {{4}, {4, 5}},             {{2, 3, 4}, {4}},          {{7}, {7}},                {{1, 5, 8}, {3, 8, 2}},
+    {{3, 0}, {0, 4}},          {{0, 4}, {4, 3}},          {{64, 128}, {128, 96}},
+};
+
+TEST(MatMulKernels, FloatTypesAgainstReference) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::F64}) {
+    for (const auto& [a, b] : kMatMulShapes) {
+      checkMatMul(dtype, a, b, false, 11);
+      checkMatMul(dtype, a, b, true, 12);
+    }
+  }
+}
+
+TEST(MatMulKernels, IntegerTypesWrapLikeTheirWidth) {
+  for (DType dtype : {DType::I32, DType::I64}) {
+    for (const auto& [a, b] : kMatMulShapes) checkMatMul(dtype, a, b, false, 21);
+  }
+  // i32 products that overflow wrap around modulo 2^32.
+  TestTensor a{DType::I32, {1, 2}, {65536, 65536}}, b{DType::I32, {2, 1}, {65536, 3}};
+  RunResult result = runGraph("graph @g(%a: i32[1,2], %b: i32[2,1]) {\n  %y = MatMul(%a, %b) : i32[1,1]\n  return %y\n}",
+                              {a, b});
+  EXPECT_EQ(result.outputs[0].values[0], 196608.0);  // 2^32 + 3 * 2^16 wraps to 3 * 2^16
+}
+
+TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    TestTensor a = inputFor(dtype, {8, 32}, 1), b = inputFor(dtype, {32, 16}, 2);
+    std::string text = "graph @g(%a: " + a.type() + ") {\n" + constantLine("b", b) +
+                       "  %y = MatMul(%a, %b) : " + dtypeText(dtype) + "[8,16]\n  return %y\n}";
+    RunResult result = runGraph(text, {a});
+    EXPECT_TRUE(usesKernel(result, "onednn:matmul")) << result.kernels[0];
+  }
+}
+
+// bf16 products run on AMX tiles where the CPU has them (this machine does); f16, which
+// oneDNN 2.6 cannot compute here, is converted to f32 around the f32 primitive.
+TEST(MatMulKernels, SixteenBitTypesUseTheBestOnednnPath) {
+  const bool amx = cpuDevice().isa().find("amx") != std::string::npos;
+  TestTensor a = inputFor(DType::BF16, {64, 64}, 1), b = inputFor(DType::BF16, {64, 64}, 2);
+  RunResult bf16 = runGraph("graph @g(%a: bf16[64,64]) {\n" + constantLine("b", b) +
+                                "  %y = MatMul(%a, %b) : bf16[64,64]\n  return %y\n}",
+                            {a});
+  EXPECT_TRUE(usesKernel(bf16, "onednn:matmul")) << bf16.kernels[0];
+  if (amx) {
+    EXPECT_NE(bf16.kernels[0].find("amx"), std::string::npos) << bf16.kernels[0];
+  }
+  TestTensor x = randomTensor(DType::BF16, {1, 32, 8, 8}, 3), w = randomTensor(DType::BF16, {32, 32, 3, 3}, 4);
+  RunResult conv = runGraph("graph @g(%x: bf16[1,32,8,8]) {\n" + constantLine("w", w) +
+                                "  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]} : bf16[1,32,8,8]\n  return %y\n}",
+                            {x});
+  EXPECT_TRUE(usesKernel(conv, "onednn:conv")) << conv.kernels[0];
+  if (amx) {
+    EXPECT_NE(conv.kernels[0].find("amx"), std::string::npos) << conv.kernels[0];
+  }
+  TestTensor h = inputFor(DType::F16, {8, 8}, 5);
+  RunResult f16 = runGraph("graph @g(%a: f16[8,8], %b: f16[8,8]) {\n  %y = MatMul(%a, %b) : f16[8,8]\n  return %y\n}",
+                           {h, h});
+  EXPECT_NE(f16.kernels[0].find("onednn:matmul brg"), std::string::npos) << f16.kernels[0];
+  EXPECT_NE(f16.kernels[0].find("via f32"), std::string::npos) << f16.kernels[0];
+}
+
+// ---------------------------------------------------------------------------- Gemm
+
+struct GemmCase {
+  bool trans_a, trans_b;
+  double alpha, beta;
+  std::vector<int64_t> c_dims;  // empty vector with has_c false: no C
+  bool has_c;
+};
+
+void checkGemm(DType dtype, int64_t m, int64_t n, int64_t k, const GemmCase& config, bool constant_b, uint32_t seed) {
+  TestTensor a = inputFor(dtype, config.trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, seed);
+  TestTensor b = inputFor(dtype, config.trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, seed + 1);
+  TestTensor c = inputFor(dtype, config.c_dims, seed + 2);
+  std::vector<double> expected(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        double x = config.trans_a ? a.values[p * m + i] : a.values[i * k + p];
+        double y = config.trans_b ? b.values[j * k + p] : b.values[p * n + j];
+        sum += x * y;
+      }
+      double c_value = 0;
+      if (config.has_c) {
+        int64_t rows = c.dims.size() == 2 ? c.dims[0] : 1;
+        int64_t cols = c.dims.empty() ? 1 : c.dims.back();
+        c_value = c.values[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
+      }
+      expected[i * n + j] = config.alpha * sum + config.beta * c_value;
+    }
+  }
+  std::ostringstream text;
+  text << "graph @g(%a: " << a.type() << (constant_b ? "" : ", %b: " + b.type())
+       << (config.has_c ? ", %c: " + c.type() : "") << ") {\n";
+  if (constant_b) text << constantLine("b", b);
+  text << "  %y = Gemm(%a, %b" << (config.has_c ? ", %c" : "") << ") {alpha = " << std::showpoint << config.alpha
+       << ", beta = " << config.beta << ", transA = " << config.trans_a << ", transB = " << config.trans_b << "} : "
+       << dtypeText(dtype) << "[" << m << "," << n << "]\n  return %y\n}";
+  std::vector<TestTensor> inputs{a};
+  if (!constant_b) inputs.push_back(b);
+  if (config.has_c) inputs.push_back(c);
+  RunResult result = runGraph(text.str(), inputs);
+  std::ostringstream what;
+  what << "Gemm " << dtypeText(dtype) << " transA=" << config.trans_a << " transB=" << config.trans_b
+       << " alpha=" << config.alpha << " beta=" << config.beta << " C=" << (config.has_c ? dimsText(c.dims) : "none")
+       << (constant_b ? " constant B" : "");
+  double scale = std::max({1.0, std::fabs(config.alpha), std::fabs(config.beta)});
+  expectNear(result.outputs[0], expected, toleranceFor(dtype, k) * scale, isInteger(dtype) ? 0.0 : 1e-5 * scale,
+             what.str());
+}
+
+TEST(GemmKernels, FlagsScalesAndBroadcastC) {
+  const int64_t m = 13, n = 9, k = 21;
+  const std::vector<GemmCase> cases = {
+      {false, false, 1.0, 1.0, {}, false},    {true, false, 1.0, 1.0, {n}, true},
+      {false, true, 1.0, 1.0, {1, n}, true},  {true, true, 0.5, 2.0, {m, n}, true},
+      {false, false, 2.0, 0.5, {m, 1}, true}, {false, true, -1.5, 1.0, {}, true},
+      {true, false, 1.0, 0.0, {m, n}, true},  {false, false, 3.0, 3.0, {n}, true},
+  };
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::F64}) {
+    for (const GemmCase& config : cases) {
+      checkGemm(dtype, m, n, k, config, false, 5);
+      checkGemm(dtype, m, n, k, config, true, 6);
+    }
+  }
+  for (DType dtype : {DType::I32, DType::I64}) {
+    checkGemm(dtype, m, n, k, {true, false, 1.0, 1.0, {n}, true}, false, 7);
+    checkGemm(dtype, m, n, k, {false, true, 2.0, 3.0, {m, 1}, true}, false, 7);
+  }
+}
+
+// ---------------------------------------------------------------------------- Einsum
+
+// Reference einsum over explicit equations (no ellipsis in the reference: tests with
+// "..." spell out the equivalent letters for it).
+TestTensor referenceEinsum(const std::string& equation, const std::vector<TestTensor>& inputs, DType dtype) {
+  size_t arrow = equation.find("->");
+  std::vector<std::string> terms;
+  std::string lhs = equation.substr(0, arrow);
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::string output = equation.substr(arrow + 2);
+  std::map<char, int64_t> sizes;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    for (size_t d = 0; d < terms[i].size(); ++d) sizes[terms[i][d]] = std::max(sizes[terms[i][d]], inputs[i].dims[d]);
+  }
+  std::vector<char> labels;
+  for (const auto& [label, size] : sizes) labels.push_back(label);
+  TestTensor out{dtype, {}, {}};
+  for (char label : output) out.dims.push_back(sizes[label]);
+  out.values.assign(static_cast<size_t>(out.count()), 0.0);
+  int64_t total = 1;
+  for (char label : labels) total *= sizes[label];
+  std::map<char, int64_t> at;
+  for (int64_t index = 0; index < total; ++index) {
+    int64_t rest = index;
+    for (size_t l = labels.size(); l-- > 0;) {
+      at[labels[l]] = rest % sizes[labels[l]];
+      rest /= sizes[labels[l]];
+    }
+    double product = 1;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < terms[i].size(); ++d) {
+        offset = offset * inputs[i].dims[d] + (inputs[i].dims[d] == 1 ? 0 : at[terms[i][d]]);
+      }
+      product *= inputs[i].values[offset];
+    }
+    int64_t out_offset = 0;
+    for (char label : output) out_offset = out_offset * sizes[label] + at[label];
+    out.values[out_offset] += product;
+  }
+  return out;
+}
+
+void checkEinsum(DType dtype, const std::string& equation, const std::string& reference_equation,
+                 const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<TestTensor> inputs;
+  std::string signature, operands;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    inputs.push_back(inputFor(dtype, shapes[i], 31 + static_cast<uint32_t>(i)));
+    signature += (i ? ", %x" : "%x") + std::to_string(i) + ": " + inputs.back().type();
+    operands += (i ? ", %x" : "%x") + std::to_string(i);
+  }
+  TestTensor expected = referenceEinsum(reference_equation, inputs, dtype);
+  std::string text = "graph @g(" + signature + ") {\n  %y = Einsum(" + operands + ") {equation = \"" + equation +
+                     "\"} : " + expected.type() + "\n  return %y\n}";
+  RunResult result = runGraph(text, inputs);
+  ASSERT_EQ(result.outputs[0].dims, expected.dims) << equation;
+  int64_t k = 1;
+  for (const auto& shape : shapes) {
+    for (int64_t d : shape) k = std::max(k, d);
+  }
+  expectNear(result.outputs[0], expected.values, toleranceFor(dtype, k * k), isInteger(dtype) ? 0.0 : 1e-5,
+             "Einsum " + dtypeText(dtype) + " '" + equation + "'");
+}
+
+TEST(EinsumKernels, ContractionsTracesTransposesAndBroadcasts) {
+  struct Case {
+    std::string equation, reference;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"ij,jk->ik", "ij,jk->ik", {{5, 7}, {7, 3}}},
+      {"bij,bjk->bik", "bij,bjk->bik", {{2, 5, 7}, {2, 7, 3}}},
+      {"bhqd,bhkd->bhqk", "bhqd,bhkd->bhqk", {{2, 3, 4, 8}, {2, 3, 5, 8}}},
+      {"ii->i", "ii->i", {{6, 6}}},
+      {"ii", "ii->", {{6, 6}}},
+      {"ij->ji", "ij->ji", {{4, 9}}},
+      {"ij->", "ij->", {{4, 9}}},
+      {"i,i", "i,i->", {{11}, {11}}},
+      {"i,j->ij", "i,j->ij", {{4}, {5}}},
+      {"ijk,jil->kl", "ijk,jil->kl", {{3, 4, 5}, {4, 3, 2}}},
+      {"ij,jk,kl->il", "ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}},
+      {"...ij,...jk->...ik", "abij,abjk->abik", {{2, 1, 3, 4}, {5, 4, 2}}},
+      {"ij,kj", "ij,kj->ik", {{3, 4}, {5, 4}}},
+      {"bij,jk->bk", "bij,jk->bk", {{2, 3, 4}, {4, 5}}},
+      {"ij,ij->ij", "ij,ij->ij", {{3, 4}, {3, 4}}},
+  };
+  for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::I32, DType::I64}) {
+    for (const Case& c : cases) {
+      std::vector<std::vector<int64_t>> shapes = c.shapes;
+      // The reference spells the ellipsis as letters over operands of equal rank.
+      if (c.equation.find("...") != std::string::npos) shapes = {{2, 1, 3, 4}, {1, 5, 4, 2}};
+      checkEinsum(dtype, c.equation, c.reference, shapes);
+    }
+  }
+  // Broadcasting between ellipses of different ranks.
+  checkEinsum(DType::F32, "...ij,...jk->...ik", "abij,abjk->abik", {{2, 1, 3, 4}, {1, 5, 4, 2}});
+  TestTensor a = inputFor(DType::F32, {2, 1, 3, 4}, 1), b = inputFor(DType::F32, {5, 4, 2}, 2);
+  TestTensor b4 = b;
+  b4.dims = {1, 5, 4, 2};
+  TestTensor expected = referenceEinsum("abij,abjk->abik", {a, b4}, DType::F32);
+  RunResult result = runGraph(
+      "graph @g(%a: f32[2,1,3,4], %b: f32[5,4,2]) {\n  %y = Einsum(%a, %b) {equation = \"...ij,...jk->...ik\"} : "
+      "f32[2,5,3,2]\n  return %y\n}",
+      {a, b});
+  expectNear(result.outputs[0], expected.values, 1e-5, 1e-6, "Einsum with ellipses of ranks 2 and 1");
+}
+
+// ---------------------------------------------------------------------------- epilogues
+
+// Builds the kernel for `node_text`'s single node with make*Kernel and the epilogue, runs
+// it on `inputs` and returns output 0 as doubles.
+std::vector<double> runWithEpilogue(const std::string& graph_text, const std::vector<TestTensor>& inputs,
+                                    const cpu::Epilogue& epilogue, bool gemm, std::string* name = nullptr) {
+  auto graph = parseGraph(graph_text);
+  Node* node = nullptr;
+  for (Node* candidate : graph->nodes()) node = candidate;
+  std::vector<TensorDesc> input_descs, output_descs;
+  for (const TestTensor& input : inputs) input_descs.push_back(TensorDesc::of(input.dtype, input.dims));
+  output_descs.push_back(TensorDesc::of(node->output()->type()));
+  KernelBuildContext context(*node, input_descs, output_descs, std::vector<const Tensor*>(inputs.size(), nullptr),
+                             cpuDevice(), 2);
+  std::unique_ptr<Kernel> kernel = gemm ? cpu::makeGemmKernel(context, epilogue) : cpu::makeMatMulKernel(context, epilogue);
+  if (!kernel) {
+    ADD_FAILURE() << "no kernel for the epilogue";
+    return {};
+  }
+  if (name) *name = kernel->name();
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<const void*> pointers;
+  for (const TestTensor& input : inputs) {
+    storage.push_back(encode(input));
+    pointers.push_back(storage.back().data());
+  }
+  const TensorDesc& out = output_descs[0];
+  std::vector<std::byte> output(out.byteSize());
+  void* outputs[] = {output.data()};
+  std::vector<std::byte> scratch(kernel->scratchBytes() + 64);
+  auto device = cpuDevice().createRunState();
+  auto state = kernel->createState();
+  KernelArgs args{pointers.data(), outputs, scratch.data(), 2, device.get()};
+  kernel->run(args, state.get());
+  std::vector<double> values(static_cast<size_t>(out.numElements()));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = decodeOne(out.dtype, output.data(), i);
+  return values;
+}
+
+TEST(MatMulEpilogues, BiasActivationResidualAndScale) {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const std::string t = dtypeText(dtype);
+    TestTensor a = inputFor(dtype, {2, 6, 16}, 1), b = inputFor(dtype, {16, 10}, 2);
+    TestTensor bias = inputFor(dtype, {10}, 3), residual = inputFor(dtype, {2, 6, 10}, 4);
+    TestTensor product = referenceMatMul(a, b, dtype);
+    std::string text = "graph @g(%a: " + a.type() + ", %b: " + b.type() + ") {\n  %y = MatMul(%a, %b) : " + t +
+                       "[2,6,10]\n  return %y\n}";
+    cpu::Epilogue epilogue;
+    epilogue.steps = {cpu::EpilogueStep::bias(2),
+                      cpu::EpilogueStep::eltwise(dnnl::algorithm::eltwise_relu, 0.1f),
+                      cpu::EpilogueStep::residual(3), cpu::EpilogueStep::scale(0.5f)};
+    std::vector<double> expected(product.values.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      double v = product.values[i] + bias.values[i % 10];
+      v = v > 0 ? v : 0.1 * v;
+      expected[i] = 0.5 * (v + residual.values[i]);
+    }
+    std::string name;
+    std::vector<double> actual = runWithEpilogue(text, {a, b, bias, residual}, epilogue, false, &name);
+    EXPECT_NE(name.find("onednn:matmul"), std::string::npos) << name;
+    expectNear(TestTensor{dtype, {2, 6, 10}, actual}, expected, toleranceFor(dtype, 16), 1e-5,
+               "MatMul " + t + " + bias + leaky relu + residual + scale");
+  }
+}
+
+TEST(MatMulEpilogues, GemmWithCAndActivationsFromOnnxNodes) {
+  TestTensor a = inputFor(DType::F32, {5, 8}, 1), b = inputFor(DType::F32, {8, 7}, 2), c = inputFor(DType::F32, {7}, 3);
+  std::string text =
+      "graph @g(%a: f32[5,8], %b: f32[8,7], %c: f32[7]) {\n"
+      "  %y = Gemm(%a, %b, %c) {alpha = 2.0, beta = 0.5} : f32[5,7]\n"
+      "  %lo = Constant() {value = tensor<f32[]> [-0.25]} : f32[]\n"
+      "  %hi = Constant() {value = tensor<f32[]> [0.75]} : f32[]\n"
+      "  %z = Clip(%y, %lo, %hi) : f32[5,7]\n"
+      "  %s = Tanh(%z) : f32[5,7]\n"
+      "  return %s\n}";
+  auto graph = parseGraph(text);
+  cpu::Epilogue epilogue;
+  for (Node* node : graph->nodes()) {
+    if (node->is("Clip") || node->is("Tanh")) {
+      std::vector<cpu::EpilogueStep> steps = cpu::activationSteps(*node);
+      ASSERT_FALSE(steps.empty()) << node->opType();
+      epilogue.steps.insert(epilogue.steps.end(), steps.begin(), steps.end());
+    }
+  }
+  std::string gemm_only =
+      "graph @g(%a: f32[5,8], %b: f32[8,7], %c: f32[7]) {\n"
+      "  %y = Gemm(%a, %b, %c) {alpha = 2.0, beta = 0.5} : f32[5,7]\n  return %y\n}";
+  std::vector<double> actual = runWithEpilogue(gemm_only, {a, b, c}, epilogue, true);
+  std::vector<double> expected(35);
+  for (int i = 0; i < 5; ++i) {
+    for (int j = 0; j < 7; ++j) {
+      double sum = 0;
+      for (int p = 0; p < 8; ++p) sum += a.values[i * 8 + p] * b.values[p * 7 + j];
+      double v = 2.0 * sum + 0.5 * c.values[j];
+      expected[i * 7 + j] = std::tanh(std::min(0.75, std::max(-0.25, v)));
+    }
+  }
+  expectNear(TestTensor{DType::F32, {5, 7}, actual}, expected, 1e-5, 1e-6, "Gemm + Clip + Tanh epilogue");
+  // Not an activation, or a Clip bound computed at run time: nothing to fuse.
+  auto other = parseGraph(
+      "graph @g(%x: f32[3], %lo: f32[]) {\n  %y = Clip(%x, %lo) : f32[3]\n  %z = Neg(%y) : f32[3]\n  return %z\n}");
+  for (Node* node : other->nodes()) EXPECT_TRUE(cpu::activationSteps(*node).empty()) << node->opType();
+}
+
+TEST(MatMulEpilogues, UnsupportedOperandsAreDeclined) {
+  TestTensor a = inputFor(DType::F32, {4, 8}, 1), b = inputFor(DType::F32, {8, 6}, 2);
+  TestTensor wrong_bias = inputFor(DType::F32, {5}, 3), wrong_residual = inputFor(DType::F32, {3, 6}, 4);
+  std::string text = "graph @g(%a: f32[4,8], %b: f32[8,6]) {\n  %y = MatMul(%a, %b) : f32[4,6]\n  return %y\n}";
+  auto graph = parseGraph(text);
+  Node* node = nullptr;
+  for (Node* candidate : graph->nodes()) node = candidate;
+  for (const TestTensor& operand : {wrong_bias, wrong_residual}) {
+    KernelBuildContext context(*node,
+                               {TensorDesc::of(DType::F32, {4, 8}), TensorDesc::of(DType::F32, {8, 6}),
+                                TensorDesc::of(operand.dtype, operand.dims)},
+                               {TensorDesc::of(DType::F32, {4, 6})}, {nullptr, nullptr, nullptr}, cpuDevice(), 1);
+    cpu::Epilogue epilogue;
+    epilogue.steps = {operand.dims.size() == 1 ? cpu::EpilogueStep::bias(2) : cpu::EpilogueStep::residual(2)};
+    EXPECT_EQ(cpu::makeMatMulKernel(context, epilogue), nullptr) << operand.type();
+  }
+}
+
+}  // namespace
+}  // namespace estuary::ge::nn_test
