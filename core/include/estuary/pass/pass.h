@@ -83,6 +83,9 @@ struct PassInfo {
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Pass>(const PassOptions&)> factory;
 
+  // Raises an Error unless the pass has a name and a factory and every option's default
+  // is of the option's kind.
+  void check() const;
   const OptionSpec* findOption(std::string_view option) const;
   // "its options are: max_iterations (int), disable (list of strings)" or "it takes no
   // options": the tail of unknown-option messages.
