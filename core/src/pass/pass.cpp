@@ -222,6 +222,11 @@ void PassInfo::check() const {
             optionKindPhrase(optionValueKind(spec.default_value)), ", the option is declared ",
             optionKindPhrase(spec.kind));
     }
+    if (spec.is_path && spec.kind != OptionSpec::Kind::String &&
+        spec.kind != OptionSpec::Kind::StringList) {
+      raise("pass '", name, "': option '", spec.name, "' is declared a path but is ",
+            optionKindPhrase(spec.kind), "; paths are strings or lists of strings");
+    }
   }
 }
 
