@@ -348,6 +348,55 @@ TEST(Graph, CloneMapsCapturesAcrossNestingLevels) {
   EXPECT_EQ(exp->output()->uses().size(), 1u);
 }
 
+TEST(Graph, AGraphCannotBeNestedInItsOwnNodes) {
+  auto graph = std::make_shared<Graph>("g");
+  Value* cond = graph->addInput("cond", TensorType(DType::Bool, Shape()));
+  Node* if_node = graph->createNode("If", {cond});
+  EXPECT_THROW(if_node->setAttr("then_branch", graph), Error);
+  auto branch = std::make_shared<Graph>("branch");
+  Node* inner = branch->createNode("If", {cond});
+  if_node->setAttr("then_branch", branch);
+  EXPECT_THROW(inner->setAttr("then_branch", graph), Error);
+  EXPECT_FALSE(inner->hasAttr("then_branch"));
+  // A graph owned by another node is copied, so nesting a copy of an enclosing graph is fine.
+  inner->setAttr("else_branch", branch);
+  EXPECT_NE(inner->subgraphs().at(0), branch.get());
+  EXPECT_EQ(graph->parentNode(), nullptr);
+}
+
+TEST(Graph, TheReturnNodeStaysOutOfTheNodeList) {
+  Graph graph("g");
+  Value* x = graph.addInput("x", f32({4}));
+  Node* neg = graph.createNode("Neg", {x});
+  graph.addOutput(neg->output());
+  Node* ret = graph.returnNode();
+  EXPECT_THROW(graph.eraseNode(ret), Error);
+  EXPECT_THROW(ret->moveBefore(neg), Error);
+  EXPECT_THROW(ret->moveAfter(neg), Error);
+  EXPECT_THROW(neg->moveAfter(ret), Error);
+  EXPECT_THROW(neg->moveAfter(nullptr), Error);
+  // Before the terminator is at the end of the list.
+  Node* abs = graph.createNodeBefore(ret, "Abs", {x});
+  Node* exp = graph.createNode("Exp", {x});
+  abs->moveBefore(ret);
+  EXPECT_EQ(graph.nodeList(), (std::vector<Node*>{neg, exp, abs}));
+  EXPECT_EQ(graph.lastNode(), abs);
+  EXPECT_EQ(graph.numNodes(), 3u);
+  expectUseListsConsistent(graph);
+}
+
+TEST(Graph, AnInputUpdatedInPlaceCannotBeRemoved) {
+  Graph graph("g");
+  Value* cache = graph.addInput("cache", f32({4}), /*is_mutable=*/true);
+  Value* x = graph.addInput("x", f32({4}));
+  graph.setInputUpdate(cache, x);
+  EXPECT_THROW(graph.removeInput(0), Error);
+  graph.removeInputUpdate(cache);
+  graph.removeInput(0);
+  EXPECT_EQ(graph.inputs(), std::vector<Value*>{x});
+  EXPECT_TRUE(graph.inputUpdates().empty());
+}
+
 TEST(Graph, SharingASubgraphCopiesIt) {
   Graph graph;
   Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));

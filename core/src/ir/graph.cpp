@@ -155,6 +155,13 @@ void Node::setAttr(std::string name, Attribute value) {
     if (subgraph->parent_node_ && subgraph->parent_node_ != this) {
       subgraph = std::shared_ptr<Graph>(subgraph->clone());
     }
+    // A graph that contains this node cannot also be nested in it.
+    for (const Graph* enclosing = graph_; enclosing; enclosing = enclosing->parentGraph()) {
+      if (enclosing == subgraph.get()) {
+        raise(describe(), ": attribute '", name, "' would nest graph '", subgraph->name(),
+              "' in a node of its own");
+      }
+    }
     subgraph->parent_node_ = this;
     value = Attribute(std::move(subgraph));
   }
@@ -210,15 +217,21 @@ std::vector<Graph*> Node::subgraphs() const {
 }
 
 void Node::moveBefore(Node* position) {
+  if (is_return_) raise(describe(), " is not in the node list and cannot move");
   if (position == this) return;
   if (position && position->graph_ != graph_) raise(describe(), ": cannot move it into another graph");
+  // Every node comes before the terminator: before it is at the end.
+  if (position && position->is_return_) position = nullptr;
   graph_->unlink(this);
   graph_->link(this, position);
 }
 
 void Node::moveAfter(Node* position) {
+  if (is_return_) raise(describe(), " is not in the node list and cannot move");
+  if (!position) raise(describe(), ": moveAfter() needs a node (moveBefore(nullptr) moves to the end)");
   if (position == this) return;
   if (position->graph_ != graph_) raise(describe(), ": cannot move it into another graph");
+  if (position->is_return_) raise(describe(), ": no node can come after ", position->describe());
   graph_->unlink(this);
   graph_->link(this, position->next_);
 }
@@ -261,6 +274,10 @@ void Graph::removeInput(size_t i) {
   if (value->hasUses()) {
     raise("graph '", name_, "': cannot remove input '", value->name(), "', it still has ",
           value->uses().size(), " uses");
+  }
+  if (inputUpdate(value)) {
+    raise("graph '", name_, "': cannot remove input '", value->name(),
+          "', the graph updates it in place; remove the update first");
   }
   inputs_.erase(inputs_.begin() + static_cast<ptrdiff_t>(i));
   input_values_.erase(input_values_.begin() + static_cast<ptrdiff_t>(i));
@@ -378,6 +395,7 @@ Node* Graph::createNode(std::string_view op_type, const std::vector<Value*>& inp
 Node* Graph::createNodeBefore(Node* position, std::string_view op_type, const std::vector<Value*>& inputs,
                               size_t num_outputs, std::string_view domain) {
   if (position && position->graph_ != this) raise("createNodeBefore: position is in another graph");
+  if (position && position->is_return_) position = nullptr;  // before the terminator: at the end
   Node* node = allocateNode(op_type, domain);
   node->operands_.reserve(inputs.size());
   for (Value* input : inputs) {
@@ -392,6 +410,7 @@ Node* Graph::createNodeBefore(Node* position, std::string_view op_type, const st
 
 void Graph::eraseNode(Node* node) {
   if (node->graph_ != this) raise("eraseNode: ", node->describe(), " is not in graph '", name_, "'");
+  if (node->is_return_) raise("eraseNode: ", node->describe(), " is part of the graph and cannot be erased");
   for (const auto& output : node->outputs_) {
     if (output->hasUses()) {
       raise("cannot erase ", node->describe(), ": its output #", output->index(), " still has ",
