@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <unordered_map>
@@ -437,6 +438,32 @@ TEST(Tensor, WrapsWithoutCopyingAndComparesContent) {
   EXPECT_EQ(copy.contentHash(), wrapped.contentHash());
   EXPECT_FALSE(copy.contentEquals(Tensor::fromVector<float>(DType::F32, {4}, {1, 2, 3, 4})));
   EXPECT_THROW(Tensor::fromVector<float>(DType::F32, {3}, {1, 2}), Error);
+}
+
+TEST(Tensor, RefusesShapesWhoseSizeOverflows) {
+  const int64_t big = int64_t{1} << 31;
+  try {
+    Tensor::allocate(DType::F32, {big, big, 4});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(),
+                 "tensor shape [2147483648,2147483648,4] has more elements than a tensor can hold");
+  }
+  float one = 1;
+  EXPECT_THROW(Tensor::wrap(DType::F32, {big, big, big}, &one, nullptr), Error);
+  EXPECT_EQ(Tensor::allocate(DType::F64, {0, big, big, big}).byteSize(), 0u);
+}
+
+TEST(Attribute, FloatListsCompareBitwiseLikeTheirHash) {
+  const double nan = std::nan("");
+  Attribute zero(std::vector<double>{0.0, 1.5});
+  Attribute negative_zero(std::vector<double>{-0.0, 1.5});
+  EXPECT_NE(zero, negative_zero);
+  Attribute with_nan(std::vector<double>{nan});
+  EXPECT_EQ(with_nan, Attribute(std::vector<double>{nan}));
+  EXPECT_EQ(with_nan.hash(), Attribute(std::vector<double>{nan}).hash());
+  EXPECT_EQ(Attribute(std::vector<double>{}), Attribute(std::vector<double>{}));
+  EXPECT_NE(zero, Attribute(std::vector<double>{0.0}));
 }
 
 }  // namespace
