@@ -340,6 +340,9 @@ void inferConvTranspose(InferenceContext& context) {
       context.fail("attribute 'output_shape' is ", formatInts(sizes), ", expected ", spatial,
                    " values (one per spatial axis)");
     }
+    if (std::any_of(sizes.begin(), sizes.end(), [](int64_t size) { return size < 0; })) {
+      context.fail("attribute 'output_shape' is ", formatInts(sizes), ", sizes must be >= 0");
+    }
     for (int64_t size : sizes) dims.emplace_back(size);
     context.setOutputShape(0, Shape(std::move(dims)));
     return;
