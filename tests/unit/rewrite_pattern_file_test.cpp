@@ -305,6 +305,22 @@ TEST(RewritePatternFile, ErrorsNameTheFileAndLine) {
             "cannot read pattern file '/nonexistent/p.yaml'");
 }
 
+TEST(RewritePatternFile, GraphPatternRefusesSubgraphsInMatchGraphs) {
+  GraphPatternSpec spec;
+  spec.name = "match_if";
+  spec.match = parseGraph(R"(graph @m(%c: bool[], %x: ?[*]) {
+  %y = If(%c) {then_branch = graph @t() {
+    %n = Neg(%x)
+    return %n
+  }}
+  return %y
+})");
+  spec.replace = parseGraph("graph @r(%c: bool[], %x: ?[*]) {\n  return %x\n}");
+  EXPECT_EQ(errorOf([&] { patternFromGraphs(spec); }),
+            "pattern 'match_if': node #0 (If) of the match graph has a subgraph; match graphs "
+            "cannot contain subgraphs");
+}
+
 TEST(RewritePatternFile, GraphPatternRefusesSubgraphsInReplacements) {
   GraphPatternSpec spec;
   spec.name = "with_if";
