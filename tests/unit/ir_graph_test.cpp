@@ -398,6 +398,48 @@ TEST(Graph, AnInputUpdatedInPlaceCannotBeRemoved) {
   EXPECT_TRUE(graph.inputUpdates().empty());
 }
 
+TEST(Graph, ASubgraphHeldElsewhereOutlivesItsNodeWithoutOuterUses) {
+  std::shared_ptr<Graph> kept_from_erase;
+  std::shared_ptr<Graph> kept_from_destruction;
+  {
+    Graph graph("g");
+    Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+    Value* x = graph.addInput("x", f32({4}));
+    auto make_branch = [&](const char* name) {
+      auto branch = std::make_shared<Graph>(name);
+      Node* neg = branch->createNode("Neg", {x});  // captures %x
+      auto inner = std::make_shared<Graph>("inner");
+      inner->addOutput(inner->createNode("Abs", {neg->output()})->output());
+      inner->addOutput(x);
+      branch->createNode("If", {cond})->setAttr("then_branch", inner);
+      branch->addOutput(neg->output());
+      branch->addOutput(x);
+      Node* if_node = graph.createNode("If", {cond});
+      if_node->setAttr("then_branch", branch);
+      return if_node;
+    };
+    Node* erased = make_branch("erased");
+    Node* destroyed = make_branch("destroyed");
+    graph.addOutput(destroyed->output());
+    // Copies of the attributes, as a binding or a pattern might keep.
+    kept_from_erase = erased->attr("then_branch")->asGraph();
+    kept_from_destruction = destroyed->attr("then_branch")->asGraph();
+    graph.eraseNode(erased);
+    EXPECT_EQ(kept_from_erase->parentNode(), nullptr);
+    EXPECT_EQ(kept_from_erase->firstNode()->input(0), nullptr);
+    EXPECT_EQ(kept_from_erase->output(0), kept_from_erase->firstNode()->output());
+    EXPECT_EQ(kept_from_erase->returnNode()->input(1), nullptr);
+    Graph* inner = kept_from_erase->lastNode()->subgraphs().at(0);
+    EXPECT_EQ(inner->firstNode()->input(0), kept_from_erase->firstNode()->output());
+    EXPECT_EQ(inner->returnNode()->input(1), nullptr);
+    EXPECT_EQ(x->uses().size(), 3u);  // by the other branch: its Neg, its return, its inner return
+  }
+  // The graph and its values are gone; the kept subgraphs hold no uses of them.
+  EXPECT_EQ(kept_from_destruction->firstNode()->input(0), nullptr);
+  kept_from_erase.reset();
+  kept_from_destruction.reset();
+}
+
 TEST(Graph, SharingASubgraphCopiesIt) {
   Graph graph;
   Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));

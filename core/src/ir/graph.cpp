@@ -216,6 +216,39 @@ std::vector<Graph*> Node::subgraphs() const {
   return graphs;
 }
 
+// A subgraph may outlive its node when an Attribute copy holds it. Detached, it must not
+// keep uses of values outside it, which can be freed before it: those operands (and
+// outputs) become absent.
+void Node::releaseSubgraphs() {
+  for (const auto& [name, attr] : attributes_) {
+    if (attr.kind() != AttrKind::Graph) continue;
+    const std::shared_ptr<Graph>& subgraph = attr.asGraph();
+    subgraph->parent_node_ = nullptr;
+    if (subgraph.use_count() > 1) subgraph->dropUsesOutside(*subgraph);
+  }
+  attributes_ = AttributeMap();
+}
+
+void Graph::dropUsesOutside(const Graph& root) {
+  auto inside = [&root](const Value* value) {
+    for (const Graph* graph = value->graph(); graph; graph = graph->parentGraph()) {
+      if (graph == &root) return true;
+    }
+    return false;
+  };
+  auto drop = [&](Node* node) {
+    for (size_t i = 0; i < node->operands_.size(); ++i) {
+      Value* value = node->operands_[i].value;
+      if (value && !inside(value)) node->setInput(i, nullptr);
+    }
+  };
+  for (Node* node = head_; node; node = node->next_) {
+    drop(node);
+    for (Graph* subgraph : node->subgraphs()) subgraph->dropUsesOutside(root);
+  }
+  drop(return_node_.get());
+}
+
 void Node::moveBefore(Node* position) {
   if (is_return_) raise(describe(), " is not in the node list and cannot move");
   if (position == this) return;
@@ -248,8 +281,7 @@ Graph::~Graph() {
   // Subgraphs go first, while every value they may capture from this graph still exists;
   // then all uses are dropped so that values can be freed in any order.
   for (Node* node = head_; node; node = node->next_) {
-    for (Graph* subgraph : node->subgraphs()) subgraph->parent_node_ = nullptr;
-    node->attributes_ = AttributeMap();
+    node->releaseSubgraphs();
   }
   for (Node* node = head_; node; node = node->next_) node->removeAllInputs();
   return_node_->removeAllInputs();
@@ -417,8 +449,7 @@ void Graph::eraseNode(Node* node) {
             output->uses().size(), " uses");
     }
   }
-  for (Graph* subgraph : node->subgraphs()) subgraph->parent_node_ = nullptr;
-  node->attributes_ = AttributeMap();
+  node->releaseSubgraphs();
   node->removeAllInputs();
   unlink(node);
   delete node;
