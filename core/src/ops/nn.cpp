@@ -269,6 +269,9 @@ std::optional<ConvWindow> readConvWindow(InferenceContext& context, const Shape&
   if (x.isRanked() && x.rank() < 3) {
     context.fail("input 0 'X' must be [N, C, spatial...], got ", x.str());
   }
+  if (w.isRanked() && w.rank() < 3) {
+    context.fail("weights W must have a kernel of at least one spatial axis, got ", w.str());
+  }
   if (x.isRanked() && w.isRanked() && w.rank() != x.rank()) {
     context.fail("weights W ", w.str(), " must have the rank of X ", x.str());
   }
