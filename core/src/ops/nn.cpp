@@ -296,9 +296,7 @@ void inferConv(InferenceContext& context) {
   const Shape& w = context.inputShape(1);
   std::optional<ConvWindow> conv = readConvWindow(context, x, w);
   if (!conv) return;
-  const size_t spatial = conv->spatial;
-  const Window& window = conv->window;
-  const int64_t group = conv->group;
+  const auto& [spatial, window, group] = *conv;
   Dim channels_out = w.isRanked() ? w[0] : Dim();
   if (channels_out.isStatic() && channels_out.value() % group != 0) {
     context.fail("weights W ", w.str(), " have ", channels_out.value(),
@@ -328,9 +326,7 @@ void inferConvTranspose(InferenceContext& context) {
   const Shape& w = context.inputShape(1);
   std::optional<ConvWindow> conv = readConvWindow(context, x, w);
   if (!conv) return;
-  const size_t spatial = conv->spatial;
-  const Window& window = conv->window;
-  const int64_t group = conv->group;
+  const auto& [spatial, window, group] = *conv;
   if (x.isRanked() && w.isRanked()) unifyDims(context, x[1], w[0], "input channels of X and W");
   Dim channels_out = w.isRanked() ? w[1] * Dim(group) : Dim();
   std::vector<int64_t> output_padding = spatialAttr(context, "output_padding", spatial, 0, 0);
