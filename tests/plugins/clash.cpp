@@ -1,4 +1,6 @@
-// A plugin registering a pass and an op whose names the test has taken already.
+// A plugin registering a pass and an op whose names the test has taken already; built
+// with ESTUARY_TEST_BAD_OPTION, its pass declares an option whose default is of another
+// kind.
 #include "estuary/plugin/plugin.h"
 
 namespace {
@@ -14,6 +16,9 @@ void registerClash(estuary::PluginRegistrar& registrar) {
   info.factory = [](const estuary::PassOptions&) -> std::unique_ptr<estuary::Pass> {
     return std::make_unique<NoPass>();
   };
+#if defined(ESTUARY_TEST_BAD_OPTION)
+  info.options = {{"depth", estuary::OptionSpec::Kind::Int, std::string("deep"), ""}};
+#endif
   registrar.addPass(std::move(info));
   registrar.addOp(estuary::OpSchema("Clash", "test_plugin").input("x", "T").output("y", "T").typeConstraint("T", estuary::allTypes()));
 }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <unordered_map>
@@ -306,6 +307,139 @@ TEST(Graph, CloneIsDeepAndIndependent) {
   EXPECT_EQ(neg->output()->uses().size(), 2u);
 }
 
+TEST(Graph, CloneMapsCapturesAcrossNestingLevels) {
+  Graph graph("g");
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  Value* x = graph.addInput("x", f32({4}));
+  Node* outer_if = graph.createNode("If", {cond});
+  Node* exp = graph.createNode("Exp", {x});  // defined after the If that captures it
+  auto middle = std::make_shared<Graph>("middle");
+  Node* inner_if = middle->createNode("If", {cond});
+  Node* middle_neg = middle->createNode("Neg", {x});
+  auto inner = std::make_shared<Graph>("inner");
+  // Captures from two and one levels up, and an output that is a captured value.
+  Node* add = inner->createNode("Add", {exp->output(), middle_neg->output()});
+  inner->addOutput(add->output());
+  inner->addOutput(x);
+  inner_if->setAttr("then_branch", inner);
+  middle->addOutput(inner_if->output());
+  outer_if->setAttr("then_branch", middle);
+  graph.addOutput(outer_if->output());
+
+  std::unique_ptr<Graph> copy = graph.clone();
+  Node* copied_exp = copy->lastNode();
+  Graph* copied_middle = copy->firstNode()->subgraphs().at(0);
+  Node* copied_middle_neg = copied_middle->lastNode();
+  Graph* copied_inner = copied_middle->firstNode()->subgraphs().at(0);
+  Node* copied_add = copied_inner->firstNode();
+  EXPECT_EQ(copied_add->input(0), copied_exp->output());
+  EXPECT_EQ(copied_add->input(1), copied_middle_neg->output());
+  EXPECT_EQ(copied_middle_neg->input(0), copy->input(1));
+  EXPECT_EQ(copied_inner->output(1), copy->input(1));
+  EXPECT_EQ(copied_middle->firstNode()->input(0), copy->input(0));
+  EXPECT_EQ(exp->output()->uses().size(), 1u);
+  EXPECT_EQ(copied_exp->output()->uses().size(), 1u);
+
+  // Cloned alone, a subgraph keeps referring to the values it captures from outside.
+  std::unique_ptr<Graph> inner_copy = inner->clone();
+  EXPECT_EQ(inner_copy->firstNode()->input(0), exp->output());
+  EXPECT_EQ(inner_copy->firstNode()->input(1), middle_neg->output());
+  EXPECT_EQ(inner_copy->output(1), x);
+  inner_copy.reset();
+  EXPECT_EQ(exp->output()->uses().size(), 1u);
+}
+
+TEST(Graph, AGraphCannotBeNestedInItsOwnNodes) {
+  auto graph = std::make_shared<Graph>("g");
+  Value* cond = graph->addInput("cond", TensorType(DType::Bool, Shape()));
+  Node* if_node = graph->createNode("If", {cond});
+  EXPECT_THROW(if_node->setAttr("then_branch", graph), Error);
+  auto branch = std::make_shared<Graph>("branch");
+  Node* inner = branch->createNode("If", {cond});
+  if_node->setAttr("then_branch", branch);
+  EXPECT_THROW(inner->setAttr("then_branch", graph), Error);
+  EXPECT_FALSE(inner->hasAttr("then_branch"));
+  // A graph owned by another node is copied, so nesting a copy of an enclosing graph is fine.
+  inner->setAttr("else_branch", branch);
+  EXPECT_NE(inner->subgraphs().at(0), branch.get());
+  EXPECT_EQ(graph->parentNode(), nullptr);
+}
+
+TEST(Graph, TheReturnNodeStaysOutOfTheNodeList) {
+  Graph graph("g");
+  Value* x = graph.addInput("x", f32({4}));
+  Node* neg = graph.createNode("Neg", {x});
+  graph.addOutput(neg->output());
+  Node* ret = graph.returnNode();
+  EXPECT_THROW(graph.eraseNode(ret), Error);
+  EXPECT_THROW(ret->moveBefore(neg), Error);
+  EXPECT_THROW(ret->moveAfter(neg), Error);
+  EXPECT_THROW(neg->moveAfter(ret), Error);
+  EXPECT_THROW(neg->moveAfter(nullptr), Error);
+  // Before the terminator is at the end of the list.
+  Node* abs = graph.createNodeBefore(ret, "Abs", {x});
+  Node* exp = graph.createNode("Exp", {x});
+  abs->moveBefore(ret);
+  EXPECT_EQ(graph.nodeList(), (std::vector<Node*>{neg, exp, abs}));
+  EXPECT_EQ(graph.lastNode(), abs);
+  EXPECT_EQ(graph.numNodes(), 3u);
+  expectUseListsConsistent(graph);
+}
+
+TEST(Graph, AnInputUpdatedInPlaceCannotBeRemoved) {
+  Graph graph("g");
+  Value* cache = graph.addInput("cache", f32({4}), /*is_mutable=*/true);
+  Value* x = graph.addInput("x", f32({4}));
+  graph.setInputUpdate(cache, x);
+  EXPECT_THROW(graph.removeInput(0), Error);
+  graph.removeInputUpdate(cache);
+  graph.removeInput(0);
+  EXPECT_EQ(graph.inputs(), std::vector<Value*>{x});
+  EXPECT_TRUE(graph.inputUpdates().empty());
+}
+
+TEST(Graph, ASubgraphHeldElsewhereOutlivesItsNodeWithoutOuterUses) {
+  std::shared_ptr<Graph> kept_from_erase;
+  std::shared_ptr<Graph> kept_from_destruction;
+  {
+    Graph graph("g");
+    Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+    Value* x = graph.addInput("x", f32({4}));
+    auto make_branch = [&](const char* name) {
+      auto branch = std::make_shared<Graph>(name);
+      Node* neg = branch->createNode("Neg", {x});  // captures %x
+      auto inner = std::make_shared<Graph>("inner");
+      inner->addOutput(inner->createNode("Abs", {neg->output()})->output());
+      inner->addOutput(x);
+      branch->createNode("If", {cond})->setAttr("then_branch", inner);
+      branch->addOutput(neg->output());
+      branch->addOutput(x);
+      Node* if_node = graph.createNode("If", {cond});
+      if_node->setAttr("then_branch", branch);
+      return if_node;
+    };
+    Node* erased = make_branch("erased");
+    Node* destroyed = make_branch("destroyed");
+    graph.addOutput(destroyed->output());
+    // Copies of the attributes, as a binding or a pattern might keep.
+    kept_from_erase = erased->attr("then_branch")->asGraph();
+    kept_from_destruction = destroyed->attr("then_branch")->asGraph();
+    graph.eraseNode(erased);
+    EXPECT_EQ(kept_from_erase->parentNode(), nullptr);
+    EXPECT_EQ(kept_from_erase->firstNode()->input(0), nullptr);
+    EXPECT_EQ(kept_from_erase->output(0), kept_from_erase->firstNode()->output());
+    EXPECT_EQ(kept_from_erase->returnNode()->input(1), nullptr);
+    Graph* inner = kept_from_erase->lastNode()->subgraphs().at(0);
+    EXPECT_EQ(inner->firstNode()->input(0), kept_from_erase->firstNode()->output());
+    EXPECT_EQ(inner->returnNode()->input(1), nullptr);
+    EXPECT_EQ(x->uses().size(), 3u);  // by the other branch: its Neg, its return, its inner return
+  }
+  // The graph and its values are gone; the kept subgraphs hold no uses of them.
+  EXPECT_EQ(kept_from_destruction->firstNode()->input(0), nullptr);
+  kept_from_erase.reset();
+  kept_from_destruction.reset();
+}
+
 TEST(Graph, SharingASubgraphCopiesIt) {
   Graph graph;
   Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
@@ -346,6 +480,32 @@ TEST(Tensor, WrapsWithoutCopyingAndComparesContent) {
   EXPECT_EQ(copy.contentHash(), wrapped.contentHash());
   EXPECT_FALSE(copy.contentEquals(Tensor::fromVector<float>(DType::F32, {4}, {1, 2, 3, 4})));
   EXPECT_THROW(Tensor::fromVector<float>(DType::F32, {3}, {1, 2}), Error);
+}
+
+TEST(Tensor, RefusesShapesWhoseSizeOverflows) {
+  const int64_t big = int64_t{1} << 31;
+  try {
+    Tensor::allocate(DType::F32, {big, big, 4});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(),
+                 "tensor shape [2147483648,2147483648,4] has more elements than a tensor can hold");
+  }
+  float one = 1;
+  EXPECT_THROW(Tensor::wrap(DType::F32, {big, big, big}, &one, nullptr), Error);
+  EXPECT_EQ(Tensor::allocate(DType::F64, {0, big, big, big}).byteSize(), 0u);
+}
+
+TEST(Attribute, FloatListsCompareBitwiseLikeTheirHash) {
+  const double nan = std::nan("");
+  Attribute zero(std::vector<double>{0.0, 1.5});
+  Attribute negative_zero(std::vector<double>{-0.0, 1.5});
+  EXPECT_NE(zero, negative_zero);
+  Attribute with_nan(std::vector<double>{nan});
+  EXPECT_EQ(with_nan, Attribute(std::vector<double>{nan}));
+  EXPECT_EQ(with_nan.hash(), Attribute(std::vector<double>{nan}).hash());
+  EXPECT_EQ(Attribute(std::vector<double>{}), Attribute(std::vector<double>{}));
+  EXPECT_NE(zero, Attribute(std::vector<double>{0.0}));
 }
 
 }  // namespace

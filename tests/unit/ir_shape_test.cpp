@@ -33,6 +33,16 @@ TEST(Dim, ArithmeticStaysExact) {
   EXPECT_TRUE((Dim(1) - Dim(2)).isUnknown());
 }
 
+TEST(Dim, ArithmeticBeyondInt64IsUnknown) {
+  const Dim huge(int64_t{1} << 62);
+  EXPECT_TRUE((huge * Dim(4)).isUnknown());
+  EXPECT_TRUE((huge + huge + huge).isUnknown());
+  const Dim n = Dim::symbol("n");
+  EXPECT_TRUE((huge * n * Dim(4)).isUnknown());
+  EXPECT_TRUE((huge * n + huge * n + huge * n).isUnknown());
+  EXPECT_EQ((huge * n).str(), "4611686018427387904*n");
+}
+
 TEST(Dim, SymbolNamesMustBeIdentifiers) {
   EXPECT_THROW(Dim::symbol("batch size"), Error);
   EXPECT_THROW(Dim::symbol("2x"), Error);
@@ -53,7 +63,11 @@ TEST(Dim, ParsesWhatItPrints) {
     EXPECT_EQ(dim->str(), text);
   }
   EXPECT_EQ(Dim::parse("seq*batch")->str(), "batch*seq");
-  for (const char* bad : {"", "+", "3x", "a**b", "a+", "-3", "a b"}) EXPECT_FALSE(Dim::parse(bad)) << bad;
+  for (const char* bad : {"", "+", "3x", "a**b", "a+", "-3", "a b",
+                          // Coefficients beyond int64.
+                          "4611686018427387904*4*n", "9223372036854775800*n+9223372036854775800*n"}) {
+    EXPECT_FALSE(Dim::parse(bad)) << bad;
+  }
 }
 
 TEST(Dim, EqualityOfUnknownIsNotProof) {

@@ -113,6 +113,10 @@ TEST(Elementwise, PReluBroadcastsSlopeToX) {
   EXPECT_EQ(g.run("PRelu", {g.input("f32[1,8,4,4]"), g.input("f32[8,1,1]")}), "f32[1,8,4,4]");
   EXPECT_EQ(g.run("PRelu", {g.input("f32[4]"), g.input("f32[2,4]")}),
             "node 'n' (PRelu): slope [2,4] does not broadcast to X [4]");
+  // X's dims never grow: a slope that broadcasts with X, but not to it, is refused.
+  EXPECT_EQ(g.run("PRelu", {g.input("f32[3,1]"), g.input("f32[1,5]")}),
+            "node 'n' (PRelu): slope [1,5] does not broadcast to X [3,1]");
+  EXPECT_EQ(g.run("PRelu", {g.input("f32[batch,8]"), g.input("f32[8]")}), "f32[batch,8]");
 }
 
 TEST(Elementwise, SwiGluNeedsEqualShapes) {

@@ -141,6 +141,14 @@ TEST(ConvTranspose, OutputSizes) {
             "f32[1,2,20,20]");
   EXPECT_EQ(g.run("ConvTranspose", {x, w}, {{"strides", ints({2, 2})}, {"output_shape", ints({21, 21})}}),
             "f32[1,2,21,21]");
+  EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[*]"), g.input("f32[4]")}),
+            "node 'n' (ConvTranspose): weights W must have a kernel of at least one spatial axis, "
+            "got [4]");
+  EXPECT_EQ(g.run("Conv", {g.input("f32[*]"), g.input("f32[4,2]")}),
+            "node 'n' (Conv): weights W must have a kernel of at least one spatial axis, got [4,2]");
+  EXPECT_EQ(g.run("Conv", {g.input("f32[*]"), g.input("f32[4,2,3]")}), "f32[?,4,?]");
+  EXPECT_EQ(g.run("ConvTranspose", {x, w}, {{"output_shape", ints({21, -1})}}),
+            "node 'n' (ConvTranspose): attribute 'output_shape' is [21, -1], sizes must be >= 0");
   EXPECT_EQ(g.run("ConvTranspose", {g.input("f32[1,4,h,w]"), g.input("f32[4,3,4,4]")},
                   {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"group", 2}}),
             "f32[1,6,2*h,2*w]");

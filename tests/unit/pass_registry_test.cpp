@@ -127,6 +127,10 @@ TEST(PassRegistry, RefusesDuplicatesAndBadDeclarations) {
   no_factory.factory = nullptr;
   EXPECT_THAT(errorOf([&] { registry.add(no_factory); }), HasSubstr("without a factory"));
   EXPECT_THAT(errorOf([&] { registry.add(PassInfo{}); }), HasSubstr("without a name"));
+  PassInfo int_path = optionsPassInfo("intpath");
+  int_path.options[1].is_path = true;
+  EXPECT_THAT(errorOf([&] { registry.add(int_path); }),
+              HasSubstr("pass 'intpath': option 'max_depth' is declared a path but is an int"));
 }
 
 TEST(PassRegistry, AllIsSortedByName) {

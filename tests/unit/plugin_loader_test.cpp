@@ -292,6 +292,17 @@ TEST(PluginLoader, NameClashesRegisterNothing) {
   }
 }
 
+TEST(PluginLoader, RefusesAPassWhoseOptionDefaultHasAnotherKind) {
+  Registries r;
+  PluginLoader loader(r.ops, r.passes);
+  EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_bad_option")); }),
+            "cannot load plugin " + canonical(testPlugin("test_bad_option")) +
+                ": pass 'test_clash_pass': the default of option 'depth' is a string, the option "
+                "is declared an int");
+  EXPECT_EQ(r.ops.find("Clash", "test_plugin"), nullptr);
+  EXPECT_TRUE(loader.loaded().empty());
+}
+
 TEST(PluginLoader, APassOutlivesHandleLoaderAndRegistriesAndKeepsItsCodeLoaded) {
   const std::string path = testPlugin("test_good");
   ASSERT_FALSE(isLoaded(path));

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "estuary/ops/schema.h"
+#include "estuary/pass/manager.h"
 #include "estuary/pass/pass.h"
+#include "estuary/pass/pipeline.h"
 #include "estuary/rewrite/graph_pattern.h"
 #include "estuary/rewrite/pattern_file.h"
 #include "estuary/rewrite/pattern_pass.h"
@@ -302,6 +305,22 @@ TEST(RewritePatternFile, ErrorsNameTheFileAndLine) {
             "cannot read pattern file '/nonexistent/p.yaml'");
 }
 
+TEST(RewritePatternFile, GraphPatternRefusesSubgraphsInMatchGraphs) {
+  GraphPatternSpec spec;
+  spec.name = "match_if";
+  spec.match = parseGraph(R"(graph @m(%c: bool[], %x: ?[*]) {
+  %y = If(%c) {then_branch = graph @t() {
+    %n = Neg(%x)
+    return %n
+  }}
+  return %y
+})");
+  spec.replace = parseGraph("graph @r(%c: bool[], %x: ?[*]) {\n  return %x\n}");
+  EXPECT_EQ(errorOf([&] { patternFromGraphs(spec); }),
+            "pattern 'match_if': node #0 (If) of the match graph has a subgraph; match graphs "
+            "cannot contain subgraphs");
+}
+
 TEST(RewritePatternFile, GraphPatternRefusesSubgraphsInReplacements) {
   GraphPatternSpec spec;
   spec.name = "with_if";
@@ -339,6 +358,46 @@ TEST(RewritePatternFile, ApplyPatternsPassLoadsFiles) {
   EXPECT_EQ(errorOf([&] { registry.create("apply_patterns", {}); }),
             "pass 'apply_patterns' needs option 'files': the pattern files to apply");
   std::remove(path.c_str());
+}
+
+TEST(RewritePatternFile, APipelineFileFindsPatternFilesRelativeToItsDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "estuary_pipeline_with_patterns";
+  fs::create_directories(dir / "patterns");
+  std::ofstream(dir / "patterns" / "add_norm.yaml") << kAddNorm;
+  std::ofstream(dir / "pipeline.yaml") << "passes:\n"
+                                          "  - pass: apply_patterns\n"
+                                          "    options:\n"
+                                          "      files: [patterns/add_norm.yaml]\n";
+  PassRegistry registry;
+  registerPatternPasses(registry);
+
+  // The working directory is elsewhere: the file is found beside the pipeline.
+  ASSERT_NE(fs::current_path(), dir);
+  Pipeline pipeline = loadPipelineFile((dir / "pipeline.yaml").string(), registry);
+  EXPECT_EQ(std::get<std::vector<std::string>>(pipeline.steps.at(0).options.at("files")),
+            std::vector<std::string>{(dir / "patterns" / "add_norm.yaml").string()});
+  PassManager manager(pipeline, registry);
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%a: f32[8], %b: f32[8], %g: f32[8]) {
+  %s = Add(%a, %b) : f32[8]
+  %y = RMSNormalization(%s, %g) : f32[8]
+  return %y
+})");
+  manager.run(*graph);
+  EXPECT_EQ(graph->firstNode()->qualifiedOpType(), "test::AddNorm");
+
+  // Absolute paths stay as written; so do a pass list's paths (the command line's are
+  // relative to the working directory).
+  const std::string absolute = (dir / "patterns" / "add_norm.yaml").string();
+  Pipeline with_absolute = parsePipelineYaml(
+      "passes:\n  - pass: apply_patterns\n    options:\n      files: [" + absolute + "]\n",
+      "inline.yaml", "/elsewhere", registry);
+  EXPECT_EQ(std::get<std::vector<std::string>>(with_absolute.steps.at(0).options.at("files")),
+            std::vector<std::string>{absolute});
+  Pipeline list = parsePassList("apply_patterns{files=[patterns/add_norm.yaml]}", registry);
+  EXPECT_EQ(std::get<std::vector<std::string>>(list.steps.at(0).options.at("files")),
+            std::vector<std::string>{"patterns/add_norm.yaml"});
+  fs::remove_all(dir);
 }
 
 TEST(RewritePatternFile, TheExampleOfTheDocumentationWorks) {

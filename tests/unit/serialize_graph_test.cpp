@@ -339,7 +339,12 @@ std::string sideFile(uint64_t size) {
 
 class SideFileErrors : public ::testing::Test {
  protected:
-  void SetUp() override { path_ = tempPath("handmade.estb"); }
+  // A file per test: ctest runs the tests of this fixture in parallel processes.
+  void SetUp() override {
+    file_name_ = std::string("handmade_") +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".estb";
+    path_ = tempPath(file_name_);
+  }
   void TearDown() override {
     std::remove(path_.c_str());
     std::remove((path_ + ".weights").c_str());
@@ -347,10 +352,11 @@ class SideFileErrors : public ::testing::Test {
   // Writes a graph file whose Constant holds `tensor`, with a side file of `side_size`.
   std::string load(const std::string& tensor, uint64_t side_size, uint64_t recorded_size) {
     writeFile(path_, graphFile(modelWithNode(constantNode(tensor),
-                                             field(1, std::string("serialize_test_handmade.estb.weights")) + field(2, recorded_size))));
+                                             field(1, "serialize_test_" + file_name_ + ".weights") + field(2, recorded_size))));
     writeFile(path_ + ".weights", sideFile(side_size));
     return loadError(path_);
   }
+  std::string file_name_;
   std::string path_;
 };
 

@@ -301,6 +301,26 @@ TEST(TextRoundTrip, ValueNames) {
   EXPECT_EQ(parsed->firstNode()->output()->name(), "");
 }
 
+TEST(TextRoundTrip, ManyValuesOfOneNameGetDistinctSuffixes) {
+  Graph graph;
+  Value* x = graph.addInput("h", f32({2}));
+  Node* taken = graph.createNode("Neg", {x});
+  taken->output()->setName("h.2");
+  Value* last = taken->output();
+  for (int i = 0; i < 2000; ++i) {
+    Node* node = graph.createNode("Neg", {last});
+    node->output()->setName("h");
+    last = node->output();
+  }
+  graph.addOutput(last);
+  std::string text = printGraph(graph);
+  EXPECT_NE(text.find("  %h.1 = Neg(%h.2)"), std::string::npos);
+  EXPECT_NE(text.find("  %h.3 = Neg(%h.1)"), std::string::npos);
+  EXPECT_NE(text.find("  return %h.2001\n"), std::string::npos);
+  auto parsed = parseGraph(text);
+  EXPECT_EQ(parsed->numNodes(), 2001u);
+}
+
 TEST(TextRoundTrip, QuotedOpTypesDomainsAndAttributeNames) {
   Graph graph;
   Node* node = graph.createNode("My Op", {}, 0, "my-domain");

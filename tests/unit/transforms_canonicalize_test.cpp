@@ -39,6 +39,22 @@ graph @main(%x: f32[4]) {
   EXPECT_EQ(graph->output(0)->producer()->opType(), "Neg");
 }
 
+TEST(Canonicalize, LeavesNodesWithoutResultsAlone) {
+  // Unverified input: each of these ops has a result; without one, nothing is rewritten.
+  auto [changes, ops] = run(R"(
+graph @main(%x: f32[4], %s: i64[1]) {
+  Dropout(%x)
+  Cast(%x) {to = f32}
+  Transpose(%x) {perm = [0]}
+  Reshape(%x, %s)
+  Expand(%x, %s)
+  Unsqueeze(%x, %s)
+  return %x
+})");
+  EXPECT_EQ(changes, 0);
+  EXPECT_EQ(ops, (Ops{"Dropout", "Cast", "Transpose", "Reshape", "Expand", "Unsqueeze"}));
+}
+
 TEST(Canonicalize, DropoutOnlyInInferenceModeAndWithUnusedMask) {
   EXPECT_EQ(run(R"(
 graph @main(%x: f32[4]) {

@@ -1,6 +1,7 @@
 #include "estuary/ir/attribute.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 namespace estuary {
@@ -58,10 +59,17 @@ const std::vector<std::string>& Attribute::asStrings() const {
 bool operator==(const Attribute& a, const Attribute& b) {
   if (a.value_.index() != b.value_.index()) return false;
   if (a.kind() == AttrKind::Tensor) return a.asTensor().contentEquals(b.asTensor());
+  // Floats compare bitwise, so that NaN equals itself and -0.0 differs from 0.0 (as
+  // hash() sees them).
   if (a.kind() == AttrKind::Float) {
-    // Bitwise, so that NaN equals itself and -0.0 differs from 0.0.
     double x = a.asFloat(), y = b.asFloat();
     return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  if (a.kind() == AttrKind::Floats) {
+    const std::vector<double>& x = a.asFloats();
+    const std::vector<double>& y = b.asFloats();
+    return x.size() == y.size() &&
+           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0);
   }
   return a.value_ == b.value_;
 }

@@ -155,6 +155,13 @@ void Node::setAttr(std::string name, Attribute value) {
     if (subgraph->parent_node_ && subgraph->parent_node_ != this) {
       subgraph = std::shared_ptr<Graph>(subgraph->clone());
     }
+    // A graph that contains this node cannot also be nested in it.
+    for (const Graph* enclosing = graph_; enclosing; enclosing = enclosing->parentGraph()) {
+      if (enclosing == subgraph.get()) {
+        raise(describe(), ": attribute '", name, "' would nest graph '", subgraph->name(),
+              "' in a node of its own");
+      }
+    }
     subgraph->parent_node_ = this;
     value = Attribute(std::move(subgraph));
   }
@@ -209,16 +216,55 @@ std::vector<Graph*> Node::subgraphs() const {
   return graphs;
 }
 
+// A subgraph may outlive its node when an Attribute copy holds it. Detached, it must not
+// keep uses of values outside it, which can be freed before it: those operands (and
+// outputs) become absent.
+void Node::releaseSubgraphs() {
+  for (const auto& [name, attr] : attributes_) {
+    if (attr.kind() != AttrKind::Graph) continue;
+    const std::shared_ptr<Graph>& subgraph = attr.asGraph();
+    subgraph->parent_node_ = nullptr;
+    if (subgraph.use_count() > 1) subgraph->dropUsesOutside(*subgraph);
+  }
+  attributes_ = AttributeMap();
+}
+
+void Graph::dropUsesOutside(const Graph& root) {
+  auto inside = [&root](const Value* value) {
+    for (const Graph* graph = value->graph(); graph; graph = graph->parentGraph()) {
+      if (graph == &root) return true;
+    }
+    return false;
+  };
+  auto drop = [&](Node* node) {
+    for (size_t i = 0; i < node->operands_.size(); ++i) {
+      Value* value = node->operands_[i].value;
+      if (value && !inside(value)) node->setInput(i, nullptr);
+    }
+  };
+  for (Node* node = head_; node; node = node->next_) {
+    drop(node);
+    for (Graph* subgraph : node->subgraphs()) subgraph->dropUsesOutside(root);
+  }
+  drop(return_node_.get());
+}
+
 void Node::moveBefore(Node* position) {
+  if (is_return_) raise(describe(), " is not in the node list and cannot move");
   if (position == this) return;
   if (position && position->graph_ != graph_) raise(describe(), ": cannot move it into another graph");
+  // Every node comes before the terminator: before it is at the end.
+  if (position && position->is_return_) position = nullptr;
   graph_->unlink(this);
   graph_->link(this, position);
 }
 
 void Node::moveAfter(Node* position) {
+  if (is_return_) raise(describe(), " is not in the node list and cannot move");
+  if (!position) raise(describe(), ": moveAfter() needs a node (moveBefore(nullptr) moves to the end)");
   if (position == this) return;
   if (position->graph_ != graph_) raise(describe(), ": cannot move it into another graph");
+  if (position->is_return_) raise(describe(), ": no node can come after ", position->describe());
   graph_->unlink(this);
   graph_->link(this, position->next_);
 }
@@ -235,8 +281,7 @@ Graph::~Graph() {
   // Subgraphs go first, while every value they may capture from this graph still exists;
   // then all uses are dropped so that values can be freed in any order.
   for (Node* node = head_; node; node = node->next_) {
-    for (Graph* subgraph : node->subgraphs()) subgraph->parent_node_ = nullptr;
-    node->attributes_ = AttributeMap();
+    node->releaseSubgraphs();
   }
   for (Node* node = head_; node; node = node->next_) node->removeAllInputs();
   return_node_->removeAllInputs();
@@ -261,6 +306,10 @@ void Graph::removeInput(size_t i) {
   if (value->hasUses()) {
     raise("graph '", name_, "': cannot remove input '", value->name(), "', it still has ",
           value->uses().size(), " uses");
+  }
+  if (inputUpdate(value)) {
+    raise("graph '", name_, "': cannot remove input '", value->name(),
+          "', the graph updates it in place; remove the update first");
   }
   inputs_.erase(inputs_.begin() + static_cast<ptrdiff_t>(i));
   input_values_.erase(input_values_.begin() + static_cast<ptrdiff_t>(i));
@@ -378,6 +427,7 @@ Node* Graph::createNode(std::string_view op_type, const std::vector<Value*>& inp
 Node* Graph::createNodeBefore(Node* position, std::string_view op_type, const std::vector<Value*>& inputs,
                               size_t num_outputs, std::string_view domain) {
   if (position && position->graph_ != this) raise("createNodeBefore: position is in another graph");
+  if (position && position->is_return_) position = nullptr;  // before the terminator: at the end
   Node* node = allocateNode(op_type, domain);
   node->operands_.reserve(inputs.size());
   for (Value* input : inputs) {
@@ -392,14 +442,14 @@ Node* Graph::createNodeBefore(Node* position, std::string_view op_type, const st
 
 void Graph::eraseNode(Node* node) {
   if (node->graph_ != this) raise("eraseNode: ", node->describe(), " is not in graph '", name_, "'");
+  if (node->is_return_) raise("eraseNode: ", node->describe(), " is part of the graph and cannot be erased");
   for (const auto& output : node->outputs_) {
     if (output->hasUses()) {
       raise("cannot erase ", node->describe(), ": its output #", output->index(), " still has ",
             output->uses().size(), " uses");
     }
   }
-  for (Graph* subgraph : node->subgraphs()) subgraph->parent_node_ = nullptr;
-  node->attributes_ = AttributeMap();
+  node->releaseSubgraphs();
   node->removeAllInputs();
   unlink(node);
   delete node;
@@ -537,47 +587,58 @@ void Graph::sortTopologically() {
   for (Node* node : order) link(node, nullptr);
 }
 
-std::unique_ptr<Graph> Graph::clone() const {
-  std::unordered_map<const Value*, Value*> map;
-  return cloneInto(map);
-}
+// The graphs being cloned, innermost first: how a value of one of them maps to its copy.
+struct Graph::CloneScope {
+  const Graph* source;
+  Graph* copy;
+  std::vector<Node*> twins;  // by source node id
+  const CloneScope* outer;
 
-std::unique_ptr<Graph> Graph::cloneInto(std::unordered_map<const Value*, Value*>& map) const {
+  // The copy of `value`; a value defined outside every graph being cloned is kept.
+  Value* map(Value* value) const {
+    if (!value) return nullptr;
+    for (const CloneScope* scope = this; scope; scope = scope->outer) {
+      if (value->graph() != scope->source) continue;
+      if (value->isGraphInput()) return scope->copy->input(value->index());
+      return scope->twins[value->producer()->id()]->output(value->index());
+    }
+    return value;
+  }
+};
+
+std::unique_ptr<Graph> Graph::clone() const { return cloneInto(nullptr); }
+
+std::unique_ptr<Graph> Graph::cloneInto(const CloneScope* outer) const {
   auto copy = std::make_unique<Graph>(name_);
+  CloneScope scope{this, copy.get(), std::vector<Node*>(next_node_id_), outer};
   for (const auto& input : inputs_) {
-    map[input.get()] = copy->addInput(input->name(), input->type(), input->isMutableInput());
+    copy->addInput(input->name(), input->type(), input->isMutableInput());
   }
   // First every node and its outputs, so operands can refer forward; then operands and
   // subgraphs, which may capture any value of this graph.
-  std::vector<std::pair<const Node*, Node*>> pairs;
-  pairs.reserve(num_nodes_);
   for (Node* node = head_; node; node = node->next_) {
     Node* twin = new Node(copy.get(), node->op_, copy->next_node_id_++);
     twin->name_ = node->name_;
-    for (const auto& output : node->outputs_) {
-      map[output.get()] = twin->addOutput(output->type(), output->name());
-    }
+    twin->outputs_.reserve(node->outputs_.size());
+    for (const auto& output : node->outputs_) twin->addOutput(output->type(), output->name());
     copy->link(twin, nullptr);
-    pairs.emplace_back(node, twin);
+    scope.twins[node->id_] = twin;
   }
-  auto mapped = [&map](Value* value) -> Value* {
-    if (!value) return nullptr;
-    auto it = map.find(value);
-    return it == map.end() ? value : it->second;
-  };
-  for (const auto& [node, twin] : pairs) {
-    for (const Node::Operand& operand : node->operands_) twin->addInput(mapped(operand.value));
+  for (Node* node = head_; node; node = node->next_) {
+    Node* twin = scope.twins[node->id_];
+    twin->operands_.reserve(node->operands_.size());
+    for (const Node::Operand& operand : node->operands_) twin->addInput(scope.map(operand.value));
     for (const auto& [name, attr] : node->attributes_) {
       if (attr.kind() == AttrKind::Graph) {
-        twin->setAttr(name, std::shared_ptr<Graph>(attr.asGraph()->cloneInto(map)));
+        twin->setAttr(name, std::shared_ptr<Graph>(attr.asGraph()->cloneInto(&scope)));
       } else {
         twin->attributes_.set(name, attr);
       }
     }
   }
-  for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(mapped(return_node_->input(i)));
+  for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(scope.map(return_node_->input(i)));
   for (const InputUpdate& update : inputUpdates()) {
-    copy->setInputUpdate(map.at(update.input), mapped(update.new_value));
+    copy->setInputUpdate(scope.map(update.input), scope.map(update.new_value));
   }
   return copy;
 }

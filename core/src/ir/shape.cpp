@@ -13,11 +13,15 @@ namespace estuary {
 struct Dim::Expr {
   std::map<std::vector<std::string>, int64_t> terms;  // monomial -> coefficient, no zeros
   std::string text;                                    // canonical form, filled by finish()
+  // A coefficient left the int64 range: the polynomial is not exact (an unknown dim).
+  bool overflowed = false;
 
   void add(const std::vector<std::string>& monomial, int64_t coefficient) {
     if (coefficient == 0) return;
     auto [it, inserted] = terms.emplace(monomial, coefficient);
-    if (!inserted && (it->second += coefficient) == 0) terms.erase(it);
+    if (inserted) return;
+    overflowed |= __builtin_add_overflow(it->second, coefficient, &it->second);
+    if (it->second == 0) terms.erase(it);
   }
 
   // Canonical text: symbolic terms in monomial order, then the constant.
@@ -72,6 +76,7 @@ Dim::Dim(int64_t value) : value_(value) {}
 Dim::Dim(std::shared_ptr<const Expr> expr) : expr_(std::move(expr)) {}
 
 Dim Dim::fromExpr(std::shared_ptr<const Expr> expr) {
+  if (expr->overflowed) return Dim::unknown();
   if (expr->isConstant()) {
     int64_t value = expr->constant();
     return value >= 0 ? Dim(value) : Dim::unknown();
@@ -103,7 +108,10 @@ Dim::Expr exprOf(const Dim& dim, const std::shared_ptr<const Dim::Expr>& symboli
 
 Dim operator+(const Dim& a, const Dim& b) {
   if (a.isUnknown() || b.isUnknown()) return Dim::unknown();
-  if (a.isStatic() && b.isStatic()) return Dim(a.value_ + b.value_);
+  if (a.isStatic() && b.isStatic()) {
+    int64_t total;
+    return __builtin_add_overflow(a.value_, b.value_, &total) ? Dim::unknown() : Dim(total);
+  }
   auto sum = std::make_shared<Dim::Expr>(exprOf(a, a.expr_));
   for (const auto& [monomial, coefficient] : exprOf(b, b.expr_).terms) sum->add(monomial, coefficient);
   sum->finish();
@@ -120,7 +128,10 @@ Dim operator-(const Dim& a, const Dim& b) {
 }
 
 Dim operator*(const Dim& a, const Dim& b) {
-  if (a.isStatic() && b.isStatic()) return Dim(a.value_ * b.value_);
+  if (a.isStatic() && b.isStatic()) {
+    int64_t product;
+    return __builtin_mul_overflow(a.value_, b.value_, &product) ? Dim::unknown() : Dim(product);
+  }
   // Anything times a static zero is zero, even an unknown size.
   if ((a.isStatic() && a.value_ == 0) || (b.isStatic() && b.value_ == 0)) return Dim(0);
   if (a.isUnknown() || b.isUnknown()) return Dim::unknown();
@@ -130,7 +141,10 @@ Dim operator*(const Dim& a, const Dim& b) {
       std::vector<std::string> monomial = left;
       monomial.insert(monomial.end(), right.begin(), right.end());
       std::sort(monomial.begin(), monomial.end());
-      product->add(monomial, left_coefficient * right_coefficient);
+      int64_t coefficient;
+      product->overflowed |=
+          __builtin_mul_overflow(left_coefficient, right_coefficient, &coefficient);
+      product->add(monomial, coefficient);
     }
   }
   product->finish();
@@ -210,7 +224,7 @@ std::optional<Dim> Dim::parse(std::string_view text) {
           if (number > (INT64_MAX - 9) / 10) return std::nullopt;
           number = number * 10 + (text[pos++] - '0');
         }
-        coefficient *= number;
+        if (__builtin_mul_overflow(coefficient, number, &coefficient)) return std::nullopt;
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         size_t start = pos;
         while (pos < text.size() &&
@@ -229,6 +243,7 @@ std::optional<Dim> Dim::parse(std::string_view text) {
     }
     std::sort(monomial.begin(), monomial.end());
     expr->add(monomial, coefficient);
+    if (expr->overflowed) return std::nullopt;
     if (pos == text.size()) break;
     if (text[pos] == '+') {
       sign = 1;

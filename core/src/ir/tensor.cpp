@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <functional>
+#include <limits>
+#include <string>
 #include <string_view>
 
 namespace estuary {
@@ -10,10 +12,18 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
+// Element counts are bounded so that the byte size of any element type fits in int64.
+constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
+
 int64_t elementCount(const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {
     if (dim < 0) raise("tensor shape has a negative dimension (", dim, ")");
+    if (dim != 0 && count > kMaxElements / dim) {
+      std::string dims;
+      for (int64_t d : shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+      raise("tensor shape [", dims, "] has more elements than a tensor can hold");
+    }
     count *= dim;
   }
   return count;

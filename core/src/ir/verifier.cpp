@@ -26,21 +26,6 @@ std::string describeValue(const Value* value) {
   return out.str();
 }
 
-std::string joinDTypes(const std::vector<DType>& dtypes) {
-  std::string text;
-  for (DType dtype : dtypes) {
-    if (!text.empty()) text += ", ";
-    text += dtypeName(dtype);
-  }
-  return text;
-}
-
-const OperandSpec* specAt(const std::vector<OperandSpec>& specs, size_t index) {
-  if (index < specs.size()) return &specs[index];
-  if (!specs.empty() && specs.back().arity == Arity::Variadic) return &specs.back();
-  return nullptr;
-}
-
 class Verifier {
  public:
   Verifier(const Graph& root, const VerifyOptions& options)
@@ -274,7 +259,7 @@ class Verifier {
   bool checkOutputDTypes(size_t g, const Node& node, const OpSchema& schema) {
     bool ok = true;
     for (size_t i = 0; i < node.numOutputs(); ++i) {
-      const OperandSpec* spec = specAt(schema.outputs(), i);
+      const OperandSpec* spec = schema.outputSpec(i);
       const DType dtype = node.output(i)->dtype();
       if (!spec || dtype == DType::Undefined) continue;
       const TypeConstraint* constraint = schema.findTypeConstraint(spec->type_var);
@@ -295,7 +280,7 @@ class Verifier {
       }
       if (!spec->homogeneous) continue;
       for (size_t k = 0; k < node.numInputs(); ++k) {
-        const OperandSpec* input_spec = specAt(schema.inputs(), k);
+        const OperandSpec* input_spec = schema.inputSpec(k);
         const Value* input = node.input(k);
         if (!input || !input_spec || !input_spec->homogeneous || input_spec->type_var != spec->type_var ||
             input->dtype() == DType::Undefined) {

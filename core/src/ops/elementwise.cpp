@@ -208,12 +208,18 @@ void registerBinaryOps(OpRegistry& registry) {
                    .output("Y", "T")
                    .typeConstraint("T", floatAndWideIntTypes())
                    .inference([](InferenceContext& context) {
-                     // Unidirectional: slope broadcasts to X, never the other way.
-                     Shape both = broadcastShapes(context, {context.inputShape(0), context.inputShape(1)});
+                     // Unidirectional: slope broadcasts to X, never the other way, so
+                     // no dim of X may grow ([3,1] with slope [1,5] is refused).
                      const Shape& x = context.inputShape(0);
-                     if (both.isRanked() && x.isRanked() && both.rank() != x.rank()) {
-                       context.fail("slope ", context.inputShape(1).str(), " does not broadcast to X ",
-                                    x.str());
+                     const Shape& slope = context.inputShape(1);
+                     if (x.isRanked() && slope.isRanked()) {
+                       bool fits = slope.rank() <= x.rank();
+                       for (size_t i = 1; fits && i <= slope.rank(); ++i) {
+                         const Dim& s = slope[slope.rank() - i];
+                         const Dim& d = x[x.rank() - i];
+                         fits = !(s.isStatic() && s.value() != 1 && d.isStatic() && s.value() != d.value());
+                       }
+                       if (!fits) context.fail("slope ", slope.str(), " does not broadcast to X ", x.str());
                      }
                      sameShapeAsFirstInput(context);
                    }));

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include "ops/common.h"
 #include "ops/register.h"
@@ -254,28 +255,50 @@ Dim windowOutput(const InferenceContext& context, const Dim& in, const Window& w
   return Dim(out);
 }
 
-void inferConv(InferenceContext& context) {
-  const Shape& x = context.inputShape(0);
-  const Shape& w = context.inputShape(1);
+// What Conv and ConvTranspose share: X is [N, C, spatial...], W has the rank of X with
+// the kernel in its spatial dims, and `group` is positive.
+struct ConvWindow {
+  size_t spatial;
+  Window window;
+  int64_t group;
+};
+
+// Checks X and W and reads the window attributes; nullopt when neither rank is known.
+std::optional<ConvWindow> readConvWindow(InferenceContext& context, const Shape& x,
+                                         const Shape& w) {
   if (x.isRanked() && x.rank() < 3) {
     context.fail("input 0 'X' must be [N, C, spatial...], got ", x.str());
+  }
+  if (w.isRanked() && w.rank() < 3) {
+    context.fail("weights W must have a kernel of at least one spatial axis, got ", w.str());
   }
   if (x.isRanked() && w.isRanked() && w.rank() != x.rank()) {
     context.fail("weights W ", w.str(), " must have the rank of X ", x.str());
   }
   const Shape& ranked = x.isRanked() ? x : w;
-  if (!ranked.isRanked()) return;
-  size_t spatial = ranked.rank() - 2;
-  std::vector<int64_t> kernel(spatial, -1);
+  if (!ranked.isRanked()) return std::nullopt;
+  ConvWindow conv;
+  conv.spatial = ranked.rank() - 2;
+  std::vector<int64_t> kernel(conv.spatial, -1);
   if (w.isRanked()) {
-    for (size_t i = 0; i < spatial; ++i) {
+    for (size_t i = 0; i < conv.spatial; ++i) {
       if (w[2 + i].isStatic()) kernel[i] = w[2 + i].value();
     }
   }
-  Window window;
-  readWindow(context, spatial, kernel, window);
-  int64_t group = context.intAttr("group");
-  if (group < 1) context.fail("attribute 'group' is ", group, ", must be >= 1");
+  readWindow(context, conv.spatial, kernel, conv.window);
+  conv.group = context.intAttr("group");
+  if (conv.group < 1) context.fail("attribute 'group' is ", conv.group, ", must be >= 1");
+  return conv;
+}
+
+void inferConv(InferenceContext& context) {
+  const Shape& x = context.inputShape(0);
+  const Shape& w = context.inputShape(1);
+  std::optional<ConvWindow> conv = readConvWindow(context, x, w);
+  if (!conv) return;
+  const size_t spatial = conv->spatial;
+  const Window& window = conv->window;
+  const int64_t group = conv->group;
   Dim channels_out = w.isRanked() ? w[0] : Dim();
   if (channels_out.isStatic() && channels_out.value() % group != 0) {
     context.fail("weights W ", w.str(), " have ", channels_out.value(),
@@ -303,25 +326,11 @@ void inferConv(InferenceContext& context) {
 void inferConvTranspose(InferenceContext& context) {
   const Shape& x = context.inputShape(0);
   const Shape& w = context.inputShape(1);
-  if (x.isRanked() && x.rank() < 3) {
-    context.fail("input 0 'X' must be [N, C, spatial...], got ", x.str());
-  }
-  if (x.isRanked() && w.isRanked() && w.rank() != x.rank()) {
-    context.fail("weights W ", w.str(), " must have the rank of X ", x.str());
-  }
-  const Shape& ranked = x.isRanked() ? x : w;
-  if (!ranked.isRanked()) return;
-  size_t spatial = ranked.rank() - 2;
-  std::vector<int64_t> kernel(spatial, -1);
-  if (w.isRanked()) {
-    for (size_t i = 0; i < spatial; ++i) {
-      if (w[2 + i].isStatic()) kernel[i] = w[2 + i].value();
-    }
-  }
-  Window window;
-  readWindow(context, spatial, kernel, window);
-  int64_t group = context.intAttr("group");
-  if (group < 1) context.fail("attribute 'group' is ", group, ", must be >= 1");
+  std::optional<ConvWindow> conv = readConvWindow(context, x, w);
+  if (!conv) return;
+  const size_t spatial = conv->spatial;
+  const Window& window = conv->window;
+  const int64_t group = conv->group;
   if (x.isRanked() && w.isRanked()) unifyDims(context, x[1], w[0], "input channels of X and W");
   Dim channels_out = w.isRanked() ? w[1] * Dim(group) : Dim();
   std::vector<int64_t> output_padding = spatialAttr(context, "output_padding", spatial, 0, 0);
@@ -333,6 +342,9 @@ void inferConvTranspose(InferenceContext& context) {
     if (sizes.size() != spatial) {
       context.fail("attribute 'output_shape' is ", formatInts(sizes), ", expected ", spatial,
                    " values (one per spatial axis)");
+    }
+    if (std::any_of(sizes.begin(), sizes.end(), [](int64_t size) { return size < 0; })) {
+      context.fail("attribute 'output_shape' is ", formatInts(sizes), ", sizes must be >= 0");
     }
     for (int64_t size : sizes) dims.emplace_back(size);
     context.setOutputShape(0, Shape(std::move(dims)));

@@ -32,8 +32,6 @@ std::vector<DType> allTypes() {
   return types;
 }
 
-namespace {
-
 std::string joinDTypes(const std::vector<DType>& types) {
   std::string text;
   for (DType type : types) {
@@ -42,6 +40,8 @@ std::string joinDTypes(const std::vector<DType>& types) {
   }
   return text;
 }
+
+namespace {
 
 // A fixed element type written in place of a type variable ("i64"); "?" is not one.
 std::optional<DType> fixedDType(std::string_view type_var) {
@@ -198,7 +198,7 @@ const std::vector<double>& InferenceContext::floatsAttr(std::string_view name) c
 }
 
 DType InferenceContext::outputDType(size_t i) const {
-  const OperandSpec* spec = specAt(schema_.outputs(), i);
+  const OperandSpec* spec = schema_.outputSpec(i);
   if (!spec) return DType::Undefined;
   if (const TypeConstraint* constraint = schema_.findTypeConstraint(spec->type_var)) {
     DType bound = bindings_[constraint - schema_.typeConstraints().data()];
@@ -293,6 +293,10 @@ std::string OpSchema::qualifiedName() const {
   return domain_.empty() ? op_type_ : domain_ + "::" + op_type_;
 }
 
+const OperandSpec* OpSchema::inputSpec(size_t i) const { return specAt(inputs_, i); }
+
+const OperandSpec* OpSchema::outputSpec(size_t i) const { return specAt(outputs_, i); }
+
 const AttrSpec* OpSchema::findAttr(std::string_view name) const {
   for (const AttrSpec& spec : attrs_) {
     if (spec.name == name) return &spec;
@@ -361,7 +365,7 @@ void OpSchema::bindTypes(const Node& node, std::vector<DType>& bindings) const {
   std::vector<size_t> binder(type_constraints_.size());  // the input that bound each variable
   for (size_t i = 0; i < node.numInputs(); ++i) {
     const Value* value = node.input(i);
-    const OperandSpec* spec = specAt(inputs_, i);
+    const OperandSpec* spec = inputSpec(i);
     if (!value || !spec || value->dtype() == DType::Undefined) continue;
     DType dtype = value->dtype();
     const TypeConstraint* constraint = findTypeConstraint(spec->type_var);
@@ -386,7 +390,7 @@ void OpSchema::bindTypes(const Node& node, std::vector<DType>& bindings) const {
     } else if (bindings[index] != dtype) {
       size_t first = binder[index];
       raise(node.describe(), ": input ", i, " '", spec->name, "' has dtype ", dtypeName(dtype),
-            " but input ", first, " '", specAt(inputs_, first)->name, "' has ",
+            " but input ", first, " '", inputSpec(first)->name, "' has ",
             dtypeName(bindings[index]), "; both are of type ", constraint->var,
             " and must agree");
     }
@@ -409,7 +413,7 @@ void OpSchema::checkStructure(const Node& node) const {
   check_count(node.numInputs(), inputs_, "input");
   check_count(node.numOutputs(), outputs_, "output");
   for (size_t i = 0; i < node.numInputs(); ++i) {
-    const OperandSpec* spec = specAt(inputs_, i);
+    const OperandSpec* spec = inputSpec(i);
     if (!node.input(i) && spec->arity != Arity::Optional) {
       raise(node.describe(), ": input ", i, " '", spec->name, "' is required but absent");
     }

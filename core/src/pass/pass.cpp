@@ -213,16 +213,25 @@ PassRegistry& PassRegistry::global() {
   return *registry;
 }
 
-void PassRegistry::add(PassInfo info, std::shared_ptr<const void> keep_alive) {
-  if (info.name.empty()) raise("cannot register a pass without a name");
-  if (!info.factory) raise("pass '", info.name, "' is registered without a factory");
-  for (const OptionSpec& spec : info.options) {
+void PassInfo::check() const {
+  if (name.empty()) raise("a pass is declared without a name");
+  if (!factory) raise("pass '", name, "' is declared without a factory");
+  for (const OptionSpec& spec : options) {
     if (optionValueKind(spec.default_value) != spec.kind) {
-      raise("pass '", info.name, "': the default of option '", spec.name, "' is ",
+      raise("pass '", name, "': the default of option '", spec.name, "' is ",
             optionKindPhrase(optionValueKind(spec.default_value)), ", the option is declared ",
             optionKindPhrase(spec.kind));
     }
+    if (spec.is_path && spec.kind != OptionSpec::Kind::String &&
+        spec.kind != OptionSpec::Kind::StringList) {
+      raise("pass '", name, "': option '", spec.name, "' is declared a path but is ",
+            optionKindPhrase(spec.kind), "; paths are strings or lists of strings");
+    }
   }
+}
+
+void PassRegistry::add(PassInfo info, std::shared_ptr<const void> keep_alive) {
+  info.check();
   if (entries_.count(info.name)) raise("pass '", info.name, "' is already registered");
   std::string name = info.name;
   entries_.emplace(std::move(name), Entry{std::move(keep_alive), std::move(info)});

@@ -103,10 +103,19 @@ class YamlReader {
   std::string source_;
 };
 
+// `path` as seen from the working directory, for a path written relative to `base_dir`.
+std::string resolvePath(const std::string& path, const std::string& base_dir) {
+  if (path.empty() || base_dir.empty() || base_dir == "." ||
+      std::filesystem::path(path).is_absolute()) {
+    return path;
+  }
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
 class PipelineParser {
  public:
-  PipelineParser(const YamlReader& reader, const PassRegistry& registry)
-      : reader_(reader), registry_(registry) {}
+  PipelineParser(const YamlReader& reader, const PassRegistry& registry, std::string base_dir)
+      : reader_(reader), registry_(registry), base_dir_(std::move(base_dir)) {}
 
   std::vector<PipelineStep> steps(const YAML::Node& list, std::string_view what) const {
     if (!list.IsSequence()) fail(list, what, " must be a list of passes and groups");
@@ -148,7 +157,8 @@ class PipelineParser {
       } else if (field == "options") {
         if (value.IsNull()) continue;
         for (const auto& [option, setting] : reader_.entries(value, "pass options", {})) {
-          step.options[option.Scalar()] = optionValue(*info, option, setting);
+          step.options[option.Scalar()] = resolvePaths(*info, option.Scalar(),
+                                                       optionValue(*info, option, setting));
         }
       }
     }
@@ -217,6 +227,16 @@ class PipelineParser {
          optionKindPhrase(spec->kind), ", got ", describe(value));
   }
 
+  // A path option's relative paths, resolved against the pipeline file's directory.
+  OptionValue resolvePaths(const PassInfo& info, const std::string& option, OptionValue value) const {
+    if (!info.findOption(option)->is_path) return value;
+    if (auto* path = std::get_if<std::string>(&value)) *path = resolvePath(*path, base_dir_);
+    if (auto* paths = std::get_if<std::vector<std::string>>(&value)) {
+      for (std::string& path : *paths) path = resolvePath(path, base_dir_);
+    }
+    return value;
+  }
+
   static std::string describe(const YAML::Node& value) {
     if (value.IsScalar()) return "'" + value.Scalar() + "'";
     if (value.IsSequence()) return "a list";
@@ -226,6 +246,7 @@ class PipelineParser {
 
   const YamlReader& reader_;
   const PassRegistry& registry_;
+  std::string base_dir_;
 };
 
 std::string readFile(const std::string& path, std::string_view what) {
@@ -294,7 +315,7 @@ Pipeline parsePipelineYaml(std::string_view yaml, const std::string& source_name
       reader.fail(plugin_nodes[i], error.what());
     }
   }
-  pipeline.steps = PipelineParser(reader, registry).steps(*passes, "'passes'");
+  pipeline.steps = PipelineParser(reader, registry, pipeline.base_dir).steps(*passes, "'passes'");
   return pipeline;
 }
 

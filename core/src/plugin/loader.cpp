@@ -331,18 +331,14 @@ PluginHandle PluginLoader::open(const std::string& path) {
   }
   std::set<std::string, std::less<>> pass_names;
   for (const PassInfo& info : registrar.passes_) {
-    if (info.name.empty()) refuse("it registers a pass without a name");
+    try {
+      info.check();
+    } catch (const Error& error) {
+      refuse(error.what());
+    }
     if (!pass_names.insert(info.name).second) refuse("it registers pass '", info.name, "' twice");
     if (passes_.find(info.name)) {
       refuse("it registers pass '", info.name, "', which is already registered");
-    }
-    if (!info.factory) refuse("it registers pass '", info.name, "' without a factory");
-    for (const OptionSpec& spec : info.options) {
-      if (optionValueKind(spec.default_value) != spec.kind) {
-        refuse("pass '", info.name, "': the default of option '", spec.name, "' is a ",
-               optionKindName(optionValueKind(spec.default_value)), ", the option is declared ",
-               optionKindName(spec.kind));
-      }
     }
   }
   auto plugin = std::make_shared<Plugin>();

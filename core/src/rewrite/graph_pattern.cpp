@@ -143,6 +143,12 @@ Pattern patternFromGraphs(const GraphPatternSpec& spec) {
   }
   std::unordered_map<const Node*, uint32_t> node_ids;
   for (Node* node : match.topologicalOrder()) {
+    // Subgraph attributes compare by identity, so they would never match; and the pattern
+    // would keep a subgraph alive that captures values of the match graph it outlives.
+    if (!node->subgraphs().empty()) {
+      raise(where, ": ", node->describe(), " of the match graph has a subgraph; match graphs "
+            "cannot contain subgraphs");
+    }
     std::vector<PatternValue> operands;
     for (Value* input : node->inputs()) {
       if (!input) {

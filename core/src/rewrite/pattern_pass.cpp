@@ -19,7 +19,9 @@ void registerPatternPasses(PassRegistry& registry) {
   info.name = "apply_patterns";
   info.description = "Applies the rewrite patterns of YAML pattern files to a fixed point.";
   info.options = {{"files", OptionSpec::Kind::StringList, std::vector<std::string>{},
-                   "pattern files (docs/patterns.md), relative to the working directory"}};
+                   "pattern files (docs/patterns.md); in a pipeline file, relative to its "
+                   "directory",
+                   /*is_path=*/true}};
   info.factory = [](const PassOptions& options) -> std::unique_ptr<Pass> {
     const std::vector<std::string>& files = options.getStringList("files");
     if (files.empty()) raise("pass 'apply_patterns' needs option 'files': the pattern files to apply");

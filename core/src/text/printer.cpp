@@ -1,5 +1,6 @@
 #include "estuary/text/printer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -148,16 +149,19 @@ class Printer {
   }
 
   // A later value with an already printed name becomes "name.1", "name.2", ...: the first
-  // free suffix among every name in the text.
+  // free suffix among every name in the text. The search for a name goes on from where the
+  // last one for that name stopped, so many values of one name take linear time.
   void renameDuplicates() {
     for (const Value* value : duplicates_) {
       std::string candidate;
-      for (uint64_t suffix = 1;; ++suffix) {
+      uint64_t& suffix = next_suffix_[value->name()];
+      for (suffix = std::max<uint64_t>(suffix, 1);; ++suffix) {
         candidate = value->name();
         candidate += '.';
         appendInt(candidate, static_cast<int64_t>(suffix));
         if (!taken_.find(candidate)) break;
       }
+      ++suffix;
       invented_.push_back(std::move(candidate));
       taken_.tryEmplace(invented_.back(), true);
       names_[*indices_.find(value)].text = invented_.back();
@@ -383,6 +387,8 @@ class Printer {
   text::FlatMap<std::string_view, bool, std::hash<std::string_view>> taken_;
   std::vector<const Value*> duplicates_;
   std::deque<std::string> invented_;  // storage for names made by renameDuplicates()
+  // Per duplicated name, the suffix to try next (keys view the values' names).
+  text::FlatMap<std::string_view, uint64_t, std::hash<std::string_view>> next_suffix_;
   uint64_t next_number_ = 0;
 };
 

@@ -150,7 +150,11 @@ class Canonicalizer {
 
   // Returns 1 when the node was rewritten (possibly erased).
   int64_t rewrite(Node& node) {
-    if (!node.domain().empty() || node.numInputs() == 0 || !node.input(0)) return 0;
+    // Malformed nodes (no result, no data operand) are the verifier's to report.
+    if (!node.domain().empty() || node.numInputs() == 0 || !node.input(0) ||
+        node.numOutputs() == 0) {
+      return 0;
+    }
     const std::string& op = node.opType();
     Value* x = node.input(0);
     if (op == "Identity") {

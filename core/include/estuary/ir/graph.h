@@ -162,6 +162,7 @@ class Node {
   };
   static const OpName* internOpName(std::string_view op_type, std::string_view domain);
   Node(Graph* graph, const OpName* op, uint64_t id);
+  void releaseSubgraphs();
   void attachUse(uint32_t operand_index);
   void detachUse(uint32_t operand_index);
   void renumberOperands(size_t from);
@@ -279,8 +280,10 @@ class Graph {
  private:
   friend class Node;
   friend class Value;
-  std::unique_ptr<Graph> cloneInto(std::unordered_map<const Value*, Value*>& map) const;
+  struct CloneScope;
+  std::unique_ptr<Graph> cloneInto(const CloneScope* outer) const;
   Node* allocateNode(std::string_view op_type, std::string_view domain);
+  void dropUsesOutside(const Graph& root);
   void link(Node* node, Node* position);
   void unlink(Node* node);
 

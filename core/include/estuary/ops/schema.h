@@ -193,6 +193,10 @@ class OpSchema {
   const std::string& docText() const { return doc_; }
   const std::vector<OperandSpec>& inputs() const { return inputs_; }
   const std::vector<OperandSpec>& outputs() const { return outputs_; }
+  // The spec of operand or result `i`: the last spec, when variadic, covers the tail;
+  // nullptr beyond the declared ones.
+  const OperandSpec* inputSpec(size_t i) const;
+  const OperandSpec* outputSpec(size_t i) const;
   const std::vector<AttrSpec>& attrs() const { return attrs_; }
   const std::vector<TypeConstraint>& typeConstraints() const { return type_constraints_; }
   const AttrSpec* findAttr(std::string_view name) const;
@@ -261,6 +265,8 @@ std::vector<DType> integerTypes();  // i8 i16 i32 i64 u8
 std::vector<DType> signedTypes();   // floats and signed integers
 std::vector<DType> numericTypes();  // floats and integers
 std::vector<DType> allTypes();      // numeric and bool
+// "f32, f16, i64": element types joined for messages.
+std::string joinDTypes(const std::vector<DType>& types);
 
 // Combines what a value's type says already with what inference found: a known dtype or
 // rank fills an unknown one; per dimension a static size wins over a symbolic one, and a

@@ -25,6 +25,10 @@ struct OptionSpec {
   Kind kind;
   OptionValue default_value;
   std::string help;
+  // A String or StringList of file paths. A pipeline file's relative paths are resolved
+  // against the file's directory (Pipeline::base_dir) when the pipeline is read; pass
+  // lists and options set in code are left as written (relative to the working directory).
+  bool is_path = false;
 };
 
 // "bool", "int", "float", "string", "list of strings".
@@ -83,6 +87,9 @@ struct PassInfo {
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Pass>(const PassOptions&)> factory;
 
+  // Raises an Error unless the pass has a name and a factory, every option's default is of
+  // the option's kind, and only String and StringList options are paths.
+  void check() const;
   const OptionSpec* findOption(std::string_view option) const;
   // "its options are: max_iterations (int), disable (list of strings)" or "it takes no
   // options": the tail of unknown-option messages.

@@ -45,7 +45,8 @@ struct PipelineSettings {
 
 struct Pipeline {
   std::string name;
-  // The file the pipeline was read from, and its directory (plugin paths are relative to it).
+  // The file the pipeline was read from, and its directory (plugin paths and the values of
+  // path options are relative to it).
   std::string source;
   std::string base_dir;
   // Plugins to load before the passes are looked up: names or paths.
@@ -59,7 +60,7 @@ struct Pipeline {
 Pipeline loadPipelineFile(const std::string& path,
                           const PassRegistry& registry = PassRegistry::global());
 // The same for YAML text; `source_name` stands for the file in messages and `base_dir`
-// resolves relative plugin paths.
+// resolves relative plugin paths and path options (OptionSpec::is_path).
 Pipeline parsePipelineYaml(std::string_view yaml, const std::string& source_name,
                            const std::string& base_dir = ".",
                            const PassRegistry& registry = PassRegistry::global());

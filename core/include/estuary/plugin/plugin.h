@@ -27,7 +27,7 @@
 // The version of the plugin interface: this descriptor plus Estuary's C++ API (IR,
 // registries, pattern rewriter) as plugins see it. Bumped on any change that breaks
 // plugins built against an older version.
-#define ESTUARY_PLUGIN_ABI_VERSION 1
+#define ESTUARY_PLUGIN_ABI_VERSION 2
 
 // The C++ runtime a plugin was compiled against: the compiler's C++ ABI and the standard
 // library (std::string and std::function cross the plugin boundary).

@@ -23,7 +23,8 @@ class PatternPass : public Pass {
 };
 
 // Registers apply_patterns, which applies the patterns of pattern files (option `files`,
-// a list of paths; see docs/patterns.md) to a fixed point.
+// a list of paths, relative to the pipeline file's directory in a pipeline file; see
+// docs/patterns.md) to a fixed point.
 void registerPatternPasses(PassRegistry& registry);
 
 }  // namespace estuary
