@@ -54,8 +54,8 @@ TensorDesc HostTensor::desc() const {
 }
 
 CompiledModel::CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& options, const Device& device)
-    : graph_(std::move(graph)), device_(device) {
-  num_threads_ = options.num_threads > 0 ? options.num_threads
+    : graph_(std::move(graph)), device_(device), options_(options) {
+  options_.num_threads = num_threads_ = options.num_threads > 0 ? options.num_threads
                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (Value* input : graph_->inputs()) inputs_.push_back({input->name(), input->type(), input->isMutableInput()});
   for (size_t i = 0; i < graph_->numOutputs(); ++i) {
@@ -155,7 +155,7 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
   std::lock_guard<std::mutex> lock(plans_mutex_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  std::shared_ptr<const Plan> plan = buildPlan(*graph_, inputs, device_, num_threads_, report_);
+  std::shared_ptr<const Plan> plan = buildPlan(*graph_, inputs, device_, options_, report_);
   plans_.emplace(std::move(key), plan);
   return plan;
 }

@@ -44,7 +44,7 @@ class Plan {
 // Specializes the shape-generic `graph` to `inputs`, folds what became constant, selects a
 // kernel per node and plans memory.
 std::shared_ptr<Plan> buildPlan(const Graph& graph, const std::vector<TensorDesc>& inputs, const Device& device,
-                                int num_threads, BuildReport& report);
+                                const BuildOptions& options, BuildReport& report);
 
 // "f32[1,3]" descs joined, the key of the plan cache.
 std::string shapeSignature(const std::vector<TensorDesc>& inputs);

@@ -10,6 +10,7 @@
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
 #include "estuary/transforms/shape_inference.h"
+#include "cpu/epilogue_fusion.h"
 #include "plan.h"
 
 namespace estuary::ge {
@@ -152,7 +153,8 @@ size_t root(std::vector<Buffer>& buffers, size_t index) {
 }  // namespace
 
 std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDesc>& inputs, const Device& device,
-                                int num_threads, BuildReport& report) {
+                                const BuildOptions& options, BuildReport& report) {
+  const int num_threads = options.num_threads;
   auto started = std::chrono::steady_clock::now();
   auto plan = std::make_shared<Plan>();
   plan->input_descs = inputs;
@@ -165,8 +167,8 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     graph.input(i)->setType(TensorType(inputs[i].dtype, Shape::ofStatic(inputs[i].dimVector())));
   }
   for (Node* node : graph.nodes()) {
-    if (!node->subgraphs().empty()) {
-      raise(node->describe(), ": the CPU backend does not run control flow (subgraphs) yet");
+    if (node->is("If") || node->is("Loop") || node->is("Scan")) {
+      raise(node->describe(), ": the CPU backend does not run control flow yet");
     }
     if (!node->is("Constant")) {
       for (Value* output : node->outputs()) output->setType(TensorType());
@@ -179,6 +181,15 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   canonicalize(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
   eliminateDeadCode(graph);
+  if (options.fuse_epilogues) {
+    report.fused_epilogues = cpu::fuseEpilogues(graph, [&](const Node& fused) {
+      try {
+        return device.kernels().create(contextFor(fused, device, num_threads)) != nullptr;
+      } catch (const Error&) {
+        return false;  // no kernel takes this epilogue: the nodes stay separate
+      }
+    });
+  }
 
   // Steps are the nodes in list order (topological); a value's last use is the last step
   // reading it, and graph outputs and updates live to the end.

@@ -59,7 +59,9 @@ TEST(NoAllocation, RepeatedRunsAllocateNothing) {
   %n2, %s2 = estuary::AddRMSNorm(%n, %s, %gamma) {axis = -1, epsilon = 1e-05} : f32[batch,256], f32[batch,256]
   return %n2, %s
 })");
-  auto model = CompiledModel::build(*graph, BuildOptions{2, {}});
+  BuildOptions options;
+  options.num_threads = 2;
+  auto model = CompiledModel::build(*graph, options);
   auto context = model->createContext();
   std::vector<float> x(64 * 256, 1.f), r(64 * 256, 2.f), gamma(256, 3.f), out0(64 * 256), out1(64 * 256);
   std::vector<HostTensor> inputs{HostTensor::of(TensorDesc::of(DType::F32, {64, 256}), x.data()),

@@ -1,5 +1,7 @@
 #include "cpu/cpu_device.h"
 
+#include "cpu/epilogue_fusion.h"
+
 #include "estuary/plugin/extensions.h"
 
 namespace estuary::ge {
@@ -35,6 +37,8 @@ KernelRegistry& KernelRegistry::global() {
     cpu::registerElementwiseKernels(*kernels);
     cpu::registerNnKernels(*kernels);
     cpu::registerTensorKernels(*kernels);
+    cpu::registerFusedOpSchemas(OpRegistry::global());
+    cpu::registerFusedKernels(*kernels);
     return kernels;
   }();
   // Offered to plugins once the built-in kernels are in, so a plugin's kernel takes precedence.

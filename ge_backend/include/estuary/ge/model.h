@@ -37,6 +37,8 @@ struct HostTensor {
 struct BuildOptions {
   // Intra-op threads of a run; 0 means one per core.
   int num_threads = 0;
+  // Move bias/residual adds, scales and activations into the Conv/MatMul/Gemm before them.
+  bool fuse_epilogues = true;
   // Concrete shapes to build plans for right away (others are built on first use), each a
   // list of input dims in graph input order.
   std::vector<std::vector<std::vector<int64_t>>> prebuild_shapes;
@@ -100,6 +102,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
 
   std::unique_ptr<Graph> graph_;  // lowered, shape-generic
   const Device& device_;
+  BuildOptions options_;
   int num_threads_;
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;

@@ -1,0 +1,155 @@
+// Unary element-wise ops: math, activations (with their attributes), predicates, Not, Clip.
+// Estuary's own SIMD kernels for every dtype the schemas allow; f16/bf16 compute in f32.
+#include "cpu/elementwise.h"
+#include "cpu/elementwise_functors.h"
+#include "cpu/elementwise_kernels.h"
+
+namespace estuary::ge::cpu {
+
+namespace {
+
+// A factory for Y = op(X) over the dtypes in Types; maker(context, TypeTag<C>{}) builds the
+// functor for compute type C from the node's attributes.
+template <typename Types, typename Maker>
+KernelFactory unaryFactory(Maker maker, int64_t grain) {
+  return [maker, grain](const KernelBuildContext& context) {
+    return dispatch(Types{}, context.input(0).dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return makeUnary<T, T>(context, maker(context, TypeTag<ComputeOf<T>>{}), grain);
+    });
+  };
+}
+
+// Maker of a functor without attributes.
+template <template <typename> class Op>
+auto plain() {
+  return [](const KernelBuildContext&, auto tag) { return Op<typename decltype(tag)::type>{}; };
+}
+
+// Maker of a functor whose fields are the float attributes `names`, in order.
+template <template <typename> class Op, typename... Names>
+auto withFloats(Names... names) {
+  return [names...](const KernelBuildContext& context, auto tag) {
+    using C = typename decltype(tag)::type;
+    return Op<C>{static_cast<C>(context.floatAttr(names))...};
+  };
+}
+
+// IsNaN / IsInf: float X, bool Y.
+template <typename Maker>
+KernelFactory predicateFactory(Maker maker) {
+  return [maker](const KernelBuildContext& context) {
+    return dispatch(FloatTypes{}, context.input(0).dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return makeUnary<T, Bool8>(context, maker(context, TypeTag<ComputeOf<T>>{}), kCheapGrain);
+    });
+  };
+}
+
+// Clip(input, min, max): the bounds are optional scalar inputs read at run time (they need
+// not be constants); an absent bound does not bound.
+template <typename T>
+class ClipKernel final : public Kernel {
+ public:
+  ClipKernel(std::string name, int64_t size, bool has_min, bool has_max)
+      : name_(std::move(name)), size_(size), has_min_(has_min), has_max_(has_max) {}
+
+  std::optional<size_t> inPlaceInput(size_t) const override { return 0; }
+  void run(const KernelArgs& args, KernelState*) const override {
+    using C = ComputeOf<T>;
+    C lo = std::numeric_limits<C>::lowest(), hi = std::numeric_limits<C>::max();
+    if constexpr (std::numeric_limits<C>::has_infinity) {
+      lo = -std::numeric_limits<C>::infinity();
+      hi = std::numeric_limits<C>::infinity();
+    }
+    if (has_min_) lo = Element<T>::load(*static_cast<const T*>(args.inputs[1]));
+    if (has_max_) hi = Element<T>::load(*static_cast<const T*>(args.inputs[2]));
+    const auto* in = static_cast<const T*>(args.inputs[0]);
+    auto* out = static_cast<T*>(args.outputs[0]);
+    fn::Clip<C> op{lo, hi};
+    parallelFor(size_, args.num_threads, kCheapGrain,
+                [&](int64_t begin, int64_t end) { unaryLoop(in + begin, out + begin, end - begin, op); });
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  std::string name_;
+  int64_t size_;
+  bool has_min_;
+  bool has_max_;
+};
+
+// Shape inference made sure the bounds are scalars.
+std::unique_ptr<Kernel> clipKernel(const KernelBuildContext& context) {
+  return dispatch(NumericTypes{}, context.input(0).dtype, [&](auto tag) -> std::unique_ptr<Kernel> {
+    using T = typename decltype(tag)::type;
+    return std::make_unique<ClipKernel<T>>(kernelName(context, context.input(0).dtype), context.output(0).numElements(),
+                                           context.hasInput(1), context.hasInput(2));
+  });
+}
+
+std::unique_ptr<Kernel> geluKernel(const KernelBuildContext& context) {
+  static const KernelFactory exact = unaryFactory<FloatTypes>(plain<fn::GeluErf>(), kCostlyGrain);
+  static const KernelFactory tanh = unaryFactory<FloatTypes>(plain<fn::GeluTanh>(), kCostlyGrain);
+  std::string approximate = context.stringAttr("approximate");
+  if (approximate == "none") return exact(context);
+  if (approximate == "tanh") return tanh(context);
+  context.fail("approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
+}
+
+}  // namespace
+
+void registerUnaryKernels(KernelRegistry& registry) {
+  auto add = [&](const char* op, KernelFactory factory) { registry.add(op, "", std::move(factory)); };
+
+  // Cheap: a few instructions per element, memory-bound.
+  add("Abs", unaryFactory<NumericTypes>(plain<fn::Abs>(), kCheapGrain));
+  add("Neg", unaryFactory<SignedTypes>(plain<fn::Neg>(), kCheapGrain));
+  add("Sign", unaryFactory<NumericTypes>(plain<fn::Sign>(), kCheapGrain));
+  add("Relu", unaryFactory<SignedTypes>(plain<fn::Relu>(), kCheapGrain));
+  add("Floor", unaryFactory<FloatTypes>(plain<fn::Floor>(), kCheapGrain));
+  add("Ceil", unaryFactory<FloatTypes>(plain<fn::Ceil>(), kCheapGrain));
+  add("Round", unaryFactory<FloatTypes>(plain<fn::Round>(), kCheapGrain));
+  add("Sqrt", unaryFactory<FloatTypes>(plain<fn::Sqrt>(), kCheapGrain));
+  add("Reciprocal", unaryFactory<FloatTypes>(plain<fn::Reciprocal>(), kCheapGrain));
+  add("Softsign", unaryFactory<FloatTypes>(plain<fn::Softsign>(), kCheapGrain));
+  add("HardSwish", unaryFactory<FloatTypes>(plain<fn::HardSwish>(), kCheapGrain));
+  add("LeakyRelu", unaryFactory<FloatTypes>(withFloats<fn::LeakyRelu>("alpha"), kCheapGrain));
+  add("ThresholdedRelu", unaryFactory<FloatTypes>(withFloats<fn::ThresholdedRelu>("alpha"), kCheapGrain));
+  add("HardSigmoid", unaryFactory<FloatTypes>(withFloats<fn::HardSigmoid>("alpha", "beta"), kCheapGrain));
+
+  // Costly: polynomial approximations.
+  add("Exp", unaryFactory<FloatTypes>(plain<fn::Exp>(), kCostlyGrain));
+  add("Log", unaryFactory<FloatTypes>(plain<fn::Log>(), kCostlyGrain));
+  add("Tanh", unaryFactory<FloatTypes>(plain<fn::Tanh>(), kCostlyGrain));
+  add("Sigmoid", unaryFactory<FloatTypes>(plain<fn::Sigmoid>(), kCostlyGrain));
+  add("Erf", unaryFactory<FloatTypes>(plain<fn::Erf>(), kCostlyGrain));
+  add("Sin", unaryFactory<FloatTypes>(plain<fn::Sin>(), kCostlyGrain));
+  add("Cos", unaryFactory<FloatTypes>(plain<fn::Cos>(), kCostlyGrain));
+  add("Tan", unaryFactory<FloatTypes>(plain<fn::Tan>(), kCostlyGrain));
+  add("Asin", unaryFactory<FloatTypes>(plain<fn::Asin>(), kCostlyGrain));
+  add("Acos", unaryFactory<FloatTypes>(plain<fn::Acos>(), kCostlyGrain));
+  add("Atan", unaryFactory<FloatTypes>(plain<fn::Atan>(), kCostlyGrain));
+  add("Sinh", unaryFactory<FloatTypes>(plain<fn::Sinh>(), kCostlyGrain));
+  add("Cosh", unaryFactory<FloatTypes>(plain<fn::Cosh>(), kCostlyGrain));
+  add("Softplus", unaryFactory<FloatTypes>(plain<fn::Softplus>(), kCostlyGrain));
+  add("Mish", unaryFactory<FloatTypes>(plain<fn::Mish>(), kCostlyGrain));
+  add("Elu", unaryFactory<FloatTypes>(withFloats<fn::Elu>("alpha"), kCostlyGrain));
+  add("Celu", unaryFactory<FloatTypes>(withFloats<fn::Celu>("alpha"), kCostlyGrain));
+  add("Selu", unaryFactory<FloatTypes>(withFloats<fn::Selu>("alpha", "gamma"), kCostlyGrain));
+  add("Swish", unaryFactory<FloatTypes>(withFloats<fn::Swish>("alpha"), kCostlyGrain));
+  add("Gelu", geluKernel);
+
+  add("IsNaN", predicateFactory(plain<fn::IsNaN>()));
+  add("IsInf", predicateFactory([](const KernelBuildContext& context, auto tag) {
+        return fn::IsInf<typename decltype(tag)::type>{context.intAttr("detect_negative") != 0,
+                                                        context.intAttr("detect_positive") != 0};
+      }));
+  add("Not", [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
+    if (context.input(0).dtype != DType::Bool) return nullptr;
+    return makeUnary<Bool8, Bool8>(context, fn::Not{}, kCheapGrain);
+  });
+  add("Clip", clipKernel);
+}
+
+}  // namespace estuary::ge::cpu

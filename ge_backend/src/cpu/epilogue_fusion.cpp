@@ -1,0 +1,242 @@
+#include "cpu/epilogue_fusion.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "cpu/post_ops.h"
+#include "estuary/ge/kernel.h"
+
+namespace estuary::ge::cpu {
+
+namespace {
+
+struct BaseOp {
+  const char* op;
+  const char* fused;
+  size_t num_inputs;  // the base op's own inputs, absent optional ones included
+  int channel_axis;   // where a bias vector applies: 1 for convolutions, -1 (last) otherwise
+};
+
+constexpr BaseOp kBaseOps[] = {
+    {"Conv", "FusedConv", 3, 1},
+    {"ConvTranspose", "FusedConvTranspose", 3, 1},
+    {"MatMul", "FusedMatMul", 2, -1},
+    {"Gemm", "FusedGemm", 3, -1},
+};
+
+const BaseOp* baseOf(const Node& node) {
+  for (const BaseOp& base : kBaseOps) {
+    if (node.is(base.op) || node.is(base.fused, "estuary")) return &base;
+  }
+  return nullptr;
+}
+
+const Tensor* constantOf(const Value* value) {
+  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
+  const Attribute* attr = value->producer()->attr("value");
+  return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
+}
+
+// The output type of the base op applied to the fused node's first inputs, from the base
+// op's own inference on a one-node scratch graph.
+void inferFused(InferenceContext& context, const BaseOp& base) {
+  Graph scratch("scratch");
+  std::vector<Value*> inputs;
+  for (size_t i = 0; i < base.num_inputs && i < context.numInputs(); ++i) {
+    inputs.push_back(context.hasInput(i) ? scratch.addInput("in" + std::to_string(i), context.inputType(i)) : nullptr);
+  }
+  Node* node = scratch.createNode(base.op, inputs);
+  for (const auto& [name, attr] : context.node().attributes()) {
+    if (name != "epilogue") node->setAttr(name, attr);
+  }
+  KnownValueMap known;
+  inferNode(*node, known);
+  context.setOutputType(0, node->output()->type());
+}
+
+bool isScalarConstant(const Value* value) {
+  const Tensor* tensor = constantOf(value);
+  return tensor && tensor->numElements() == 1 && tensor->dtype() == DType::F32;
+}
+
+// Whether `operand` is a vector along the result's channel axis (a bias).
+bool isChannelVector(const Value* operand, const Value* result, int channel_axis) {
+  const Shape& shape = operand->shape();
+  const Shape& out = result->shape();
+  if (!constantOf(operand) || !shape.isRanked() || !out.isRanked() || out.rank() < 2) return false;
+  size_t axis = channel_axis < 0 ? out.rank() - 1 : static_cast<size_t>(channel_axis);
+  const Dim& channels = out[axis];
+  if (!channels.isStatic()) return false;
+  // [C], or [C,1,...,1] trailing the channel axis for convolutions.
+  if (shape.rank() == 1) return axis == out.rank() - 1 && shape[0] == channels;
+  if (shape.rank() != out.rank() - axis) return false;
+  for (size_t i = 1; i < shape.rank(); ++i) {
+    if (shape[i] != Dim(1)) return false;
+  }
+  return shape[0] == channels;
+}
+
+// One more node for the chain ending at `current`, or nullptr.
+Node* nextInChain(const Value* current, int channel_axis) {
+  if (current->uses().size() != 1) return nullptr;
+  Node* user = current->uses()[0].user;
+  if (user->isReturn() || !user->domain().empty() || user->numOutputs() != 1) return nullptr;
+  if (user->is("Add") || user->is("Mul")) {
+    const Value* other = user->input(user->input(0) == current ? 1 : 0);
+    if (other == current) return nullptr;
+    if (user->is("Mul")) return isScalarConstant(other) ? user : nullptr;
+    bool same_shape = other->shape().isRanked() && other->shape() == current->shape();
+    bool bias = isChannelVector(other, current, channel_axis);
+    return (same_shape || bias) && other->dtype() == current->dtype() ? user : nullptr;
+  }
+  return activationSteps(*user).empty() ? nullptr : user;
+}
+
+}  // namespace
+
+void registerFusedOpSchemas(OpRegistry& registry) {
+  for (const BaseOp& base : kBaseOps) {
+    const OpSchema* original = registry.find(base.op);
+    OpSchema fused(base.fused, "estuary");
+    fused.doc(std::string(base.op) + " followed by the element-wise nodes of its `epilogue` subgraph.");
+    for (const OperandSpec& input : original->inputs()) {
+      fused.input(input.name, input.type_var, input.arity, input.homogeneous, input.min_count);
+    }
+    fused.input("epilogue_operands", original->inputs()[0].type_var, Arity::Variadic, true, 0);
+    fused.output("Y", original->outputs()[0].type_var);
+    for (const AttrSpec& attr : original->attrs()) fused.attr(attr.name, attr.kind, attr.default_value, attr.required);
+    fused.requiredAttr("epilogue", AttrKind::Graph);
+    for (const TypeConstraint& constraint : original->typeConstraints()) {
+      fused.typeConstraint(constraint.var, constraint.allowed);
+    }
+    fused.inference([&base](InferenceContext& context) { inferFused(context, base); });
+    registry.add(std::move(fused));
+  }
+}
+
+size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kernel_accepts) {
+  size_t absorbed = 0;
+  std::unordered_set<const Node*> erased;  // absorbed nodes still listed in the walk
+  for (Node* node : graph.nodeList()) {
+    if (erased.count(node) || !node->domain().empty()) continue;
+    const BaseOp* base = baseOf(*node);
+    if (!base || node->numOutputs() != 1 || node->numInputs() > base->num_inputs) continue;
+    std::vector<Node*> chain;
+    for (Node* next = nextInChain(node->output(), base->channel_axis); next;
+         next = nextInChain(chain.back()->output(), base->channel_axis)) {
+      chain.push_back(next);
+    }
+    if (chain.empty()) continue;
+
+    // The epilogue subgraph: the base result comes in as %y; every other operand of the
+    // chain (a residual, a bias, a scale) becomes a further input.
+    auto epilogue = std::make_shared<Graph>("epilogue");
+    std::vector<Value*> operands;
+    std::unordered_map<const Value*, Value*> inside{{node->output(), epilogue->addInput("y", node->output()->type())}};
+    for (Node* step : chain) {
+      std::vector<Value*> step_inputs;
+      for (Value* input : step->inputs()) {
+        if (!input) {
+          step_inputs.push_back(nullptr);
+          continue;
+        }
+        auto found = inside.find(input);
+        if (found == inside.end()) {
+          operands.push_back(input);
+          found = inside.emplace(input, epilogue->addInput("operand" + std::to_string(operands.size()),
+                                                             input->type())).first;
+        }
+        step_inputs.push_back(found->second);
+      }
+      Node* copy = epilogue->createNode(step->opType(), step_inputs);
+      for (const auto& [name, attr] : step->attributes()) copy->setAttr(name, attr);
+      copy->output()->setType(step->output()->type());
+      inside[step->output()] = copy->output();
+    }
+    epilogue->addOutput(inside.at(chain.back()->output()));
+
+    std::vector<Value*> inputs = node->inputs();
+    inputs.resize(base->num_inputs, nullptr);  // absent optional inputs keep their positions
+    inputs.insert(inputs.end(), operands.begin(), operands.end());
+    Node* fused = graph.createNodeBefore(chain.back(), base->fused, inputs, 1, "estuary");
+    for (const auto& [name, attr] : node->attributes()) fused->setAttr(name, attr);
+    fused->setAttr("epilogue", epilogue);
+    fused->setName(node->name());
+    Value* result = chain.back()->output();
+    fused->output()->setType(result->type());
+    if (!kernel_accepts(*fused)) {
+      graph.eraseNode(fused);
+      continue;
+    }
+    fused->output()->setName(result->name());
+    result->replaceAllUsesWith(fused->output());
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      erased.insert(*it);
+      graph.eraseNode(*it);
+    }
+    graph.eraseNode(node);
+    absorbed += chain.size();
+  }
+  return absorbed;
+}
+
+namespace {
+
+// Reads the epilogue subgraph back into kernel steps. Subgraph input k (k >= 1) is fused
+// node input base.num_inputs + k - 1.
+std::optional<Epilogue> epilogueOf(const KernelBuildContext& context, const BaseOp& base) {
+  const Attribute* attr = context.node().attr("epilogue");
+  if (!attr) return std::nullopt;
+  const Graph& body = *attr->asGraph();
+  auto operandIndex = [&](const Value* value) -> std::optional<size_t> {
+    if (!value->isGraphInput() || value->graph() != &body || value->index() == 0) return std::nullopt;
+    return base.num_inputs + value->index() - 1;
+  };
+  Epilogue epilogue;
+  const Value* current = body.input(0);
+  for (Node* step : body.nodes()) {
+    if (step->numInputs() == 0 || (step->input(0) != current && (step->numInputs() < 2 || step->input(1) != current))) {
+      return std::nullopt;
+    }
+    if (step->is("Add") || step->is("Mul")) {
+      auto index = operandIndex(step->input(step->input(0) == current ? 1 : 0));
+      if (!index) return std::nullopt;
+      if (step->is("Mul")) {
+        const Tensor* factor = context.constantInput(*index);
+        if (!factor || factor->dtype() != DType::F32 || factor->numElements() != 1) return std::nullopt;
+        epilogue.steps.push_back(EpilogueStep::scale(*factor->data<float>()));
+      } else {
+        const TensorDesc& operand = context.input(*index);
+        bool full = operand.numElements() == context.output(0).numElements();
+        epilogue.steps.push_back(full ? EpilogueStep::residual(*index) : EpilogueStep::bias(*index));
+      }
+    } else {
+      std::vector<EpilogueStep> steps = activationSteps(*step);
+      if (steps.empty()) return std::nullopt;
+      epilogue.steps.insert(epilogue.steps.end(), steps.begin(), steps.end());
+    }
+    current = step->output();
+  }
+  return epilogue;
+}
+
+}  // namespace
+
+void registerFusedKernels(KernelRegistry& registry) {
+  using Maker = std::unique_ptr<Kernel> (*)(const KernelBuildContext&, const Epilogue&);
+  const std::pair<const BaseOp*, Maker> makers[] = {
+      {&kBaseOps[0], [](const KernelBuildContext& c, const Epilogue& e) { return makeConvKernel(c, e); }},
+      {&kBaseOps[1], [](const KernelBuildContext& c, const Epilogue& e) { return makeConvTransposeKernel(c, e); }},
+      {&kBaseOps[2], makeMatMulKernel},
+      {&kBaseOps[3], makeGemmKernel},
+  };
+  for (const auto& [base, make] : makers) {
+    registry.add(base->fused, "estuary", [base = base, make = make](const KernelBuildContext& context) {
+      std::optional<Epilogue> epilogue = epilogueOf(context, *base);
+      if (!epilogue) context.fail("its epilogue has a step the CPU kernel cannot apply");
+      return make(context, *epilogue);
+    });
+  }
+}
+
+}  // namespace estuary::ge::cpu

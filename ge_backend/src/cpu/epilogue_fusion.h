@@ -1,0 +1,28 @@
+#pragma once
+// Epilogue fusion: element-wise work that follows a Conv, ConvTranspose, MatMul or Gemm
+// (a bias or residual Add, a scale, activations) moves into the producing op, whose oneDNN
+// kernel applies it as post-ops while the result is still in registers.
+//
+// The fused op is estuary::Fused<Op>: the base op's inputs and attributes, then the
+// epilogue's operands, and an `epilogue` subgraph holding the absorbed nodes themselves:
+// its first input is the base op's result, the others are the operands in order. Keeping
+// real nodes (rather than an encoding) means dumps show exactly what was fused and the
+// kernel reads each step's attributes with the op's own schema.
+#include <cstddef>
+#include <functional>
+
+#include "estuary/ir/graph.h"
+#include "estuary/ge/kernel.h"
+#include "estuary/ops/schema.h"
+
+namespace estuary::ge::cpu {
+
+// Registers the estuary::Fused* schemas.
+void registerFusedOpSchemas(OpRegistry& registry);
+// Fuses every chain for which `kernel_accepts` (asked with the fused node in place, before
+// anything is rewired) says a kernel exists; returns the number of nodes absorbed.
+size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kernel_accepts);
+// The CPU kernels of the estuary::Fused* ops.
+void registerFusedKernels(KernelRegistry& registry);
+
+}  // namespace estuary::ge::cpu

@@ -1,0 +1,345 @@
+#pragma once
+// Test harness for the element-wise kernels: tensors held as doubles already rounded to
+// their dtype (so a reference computed in double sees exactly what the kernel sees), encoded
+// to and decoded from any dtype; one node written in the IR text form, shape-inferred, its
+// kernel created through the CPU kernel registry and run directly (so that canonicalization
+// cannot remove it), optionally in place, with constants, on several threads; and
+// comparisons in units of the dtype's precision.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "estuary/ge/device.h"
+#include "estuary/ge/kernel.h"
+#include "estuary/ops/schema.h"
+#include "estuary/text/parser.h"
+#include "estuary/transforms/shape_inference.h"
+
+namespace estuary::ge::elementwise_test {
+
+inline constexpr DType kFloatDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64};
+inline constexpr DType kIntDTypes[] = {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8};
+inline constexpr DType kNumericDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
+                                           DType::I16, DType::I32, DType::I64,  DType::U8};
+inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
+                                       DType::I16, DType::I32, DType::I64,  DType::U8,  DType::Bool};
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+inline bool isFloat(DType dtype) { return isFloatingPoint(dtype); }
+
+// --- Rounding to a dtype (the test's own reference, independent of the kernels') -----------
+
+// Round to nearest even at `bits` significant bits, with the format's subnormal spacing and
+// overflow threshold (RNE of the exact double).
+inline double roundToFormat(double value, int bits, int min_exponent, double max_finite) {
+  if (std::isnan(value) || std::isinf(value) || value == 0) return value;
+  int exponent;
+  std::frexp(value, &exponent);  // value = m * 2^exponent, 0.5 <= |m| < 1
+  int quantum = std::max(exponent, min_exponent) - bits;
+  double rounded = std::ldexp(std::nearbyint(std::ldexp(value, -quantum)), quantum);
+  // Past the largest finite value by half a unit or more: Inf.
+  double half_unit_above = max_finite + std::ldexp(1.0, std::ilogb(max_finite) - bits);
+  if (std::fabs(value) >= half_unit_above) return std::copysign(kInf, value);
+  return rounded == 0 ? std::copysign(0.0, value) : rounded;
+}
+inline double roundToF16(double value) { return roundToFormat(value, 11, -13, 65504.0); }
+inline double roundToBF16(double value) { return roundToFormat(value, 8, -125, 3.3895313892515355e38); }
+inline double roundToF32(double value) { return roundToFormat(value, 24, -125, 3.4028234663852886e38); }
+
+// `value` as the dtype holds it; integers are expected to be given in range.
+inline double roundTo(DType dtype, double value) {
+  switch (dtype) {
+    case DType::F32: return roundToF32(value);
+    case DType::F16: return roundToF16(value);
+    case DType::BF16: return roundToBF16(value);
+    case DType::F64: return value;
+    case DType::Bool: return value != 0 ? 1 : 0;
+    default: return value;
+  }
+}
+
+// The spacing of the dtype's values near `value` (its ulp), for tolerances.
+inline double ulpOf(DType dtype, double value) {
+  int bits = 53, min_exponent = -1021;
+  if (dtype == DType::F32) bits = 24, min_exponent = -125;
+  if (dtype == DType::F16) bits = 11, min_exponent = -13;
+  if (dtype == DType::BF16) bits = 8, min_exponent = -125;
+  int exponent = 0;
+  if (value != 0 && std::isfinite(value)) std::frexp(value, &exponent);
+  return std::ldexp(1.0, std::max(exponent, min_exponent) - bits);
+}
+
+// --- Tensors -------------------------------------------------------------------------------
+
+struct Data {
+  DType dtype = DType::Undefined;  // Undefined: an absent optional input
+  std::vector<int64_t> dims;
+  std::vector<double> values;
+
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+  std::string type() const {
+    std::string text = std::string(dtypeName(dtype)) + "[";
+    for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+    return text + "]";
+  }
+};
+
+inline Data dataOf(DType dtype, std::vector<int64_t> dims, std::vector<double> values) {
+  Data data{dtype, std::move(dims), std::move(values)};
+  EXPECT_EQ(static_cast<int64_t>(data.values.size()), data.count()) << data.type();
+  for (double& value : data.values) value = roundTo(dtype, value);
+  return data;
+}
+
+// Deterministic pseudo-random values in [lo, hi] (integers for integer dtypes).
+inline Data randomData(DType dtype, std::vector<int64_t> dims, double lo, double hi, uint32_t seed = 1) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<double> uniform(lo, hi);
+  Data data{dtype, std::move(dims), {}};
+  for (int64_t i = 0; i < data.count(); ++i) {
+    double value = uniform(generator);
+    if (dtype == DType::Bool) value = value > (lo + hi) / 2;
+    if (!isFloat(dtype) && dtype != DType::Bool) value = std::nearbyint(value);
+    data.values.push_back(roundTo(dtype, value));
+  }
+  return data;
+}
+
+inline const Data kAbsent{};
+
+template <typename T>
+void store(void* base, int64_t i, T value) {
+  std::memcpy(static_cast<std::byte*>(base) + i * sizeof(T), &value, sizeof(T));
+}
+template <typename T>
+T load(const void* base, int64_t i) {
+  T value;
+  std::memcpy(&value, static_cast<const std::byte*>(base) + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+inline uint16_t bf16BitsOf(double value) {
+  float rounded = static_cast<float>(roundToBF16(value));
+  uint32_t bits;
+  std::memcpy(&bits, &rounded, 4);
+  if (std::isnan(value)) return 0x7FC0;
+  return static_cast<uint16_t>(bits >> 16);
+}
+inline double bf16Value(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, 4);
+  return value;
+}
+
+inline void encode(const Data& data, void* out) {
+  for (int64_t i = 0; i < data.count(); ++i) {
+    double v = data.values[i];
+    switch (data.dtype) {
+      case DType::F32: store(out, i, static_cast<float>(v)); break;
+      case DType::F16: store(out, i, static_cast<_Float16>(v)); break;
+      case DType::BF16: store(out, i, bf16BitsOf(v)); break;
+      case DType::F64: store(out, i, v); break;
+      case DType::I8: store(out, i, static_cast<int8_t>(v)); break;
+      case DType::I16: store(out, i, static_cast<int16_t>(v)); break;
+      case DType::I32: store(out, i, static_cast<int32_t>(v)); break;
+      case DType::I64: store(out, i, static_cast<int64_t>(v)); break;
+      case DType::U8: store(out, i, static_cast<uint8_t>(v)); break;
+      case DType::Bool: store(out, i, static_cast<uint8_t>(v != 0)); break;
+      default: FAIL() << "no encoding for " << dtypeName(data.dtype);
+    }
+  }
+}
+
+inline double decodeOne(const void* in, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::F32: return load<float>(in, i);
+    case DType::F16: return static_cast<double>(load<_Float16>(in, i));
+    case DType::BF16: return bf16Value(load<uint16_t>(in, i));
+    case DType::F64: return load<double>(in, i);
+    case DType::I8: return load<int8_t>(in, i);
+    case DType::I16: return load<int16_t>(in, i);
+    case DType::I32: return load<int32_t>(in, i);
+    case DType::I64: return static_cast<double>(load<int64_t>(in, i));
+    case DType::U8: return load<uint8_t>(in, i);
+    case DType::Bool: return load<uint8_t>(in, i);
+    default: return kNaN;
+  }
+}
+
+// 64-byte aligned bytes.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes) : storage_(bytes + 64) {}
+  void* data() {
+    auto address = reinterpret_cast<uintptr_t>(storage_.data());
+    return reinterpret_cast<void*>((address + 63) & ~uintptr_t{63});
+  }
+
+ private:
+  std::vector<std::byte> storage_;
+};
+
+// --- Running one node ----------------------------------------------------------------------
+
+struct RunOptions {
+  int threads = 1;
+  // Give the output the buffer of the input the kernel names in inPlaceInput(0), as the
+  // memory planner would.
+  bool in_place = false;
+  // Inputs the kernel sees as constants (their values known at build time).
+  std::vector<size_t> constants;
+  size_t num_outputs = 1;
+};
+
+struct NodeRun {
+  std::vector<Data> outputs;
+  std::string kernel;                 // the kernel's name()
+  std::optional<size_t> in_place;     // what the kernel offered for output 0
+  bool ran_in_place = false;
+};
+
+// Runs `op` (an op type, optionally followed by attributes: `Gelu {approximate = "tanh"}`)
+// on `inputs`; Undefined-dtype inputs are left off ("_").
+inline NodeRun runNode(const std::string& op, const std::vector<Data>& inputs, const RunOptions& options = {}) {
+  std::string op_type = op.substr(0, op.find(' '));
+  std::string attributes = op.size() > op_type.size() ? op.substr(op_type.size()) : "";
+  std::ostringstream text;
+  text << "graph @g(";
+  bool first = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].dtype == DType::Undefined) continue;
+    text << (first ? "" : ", ") << "%x" << i << ": " << inputs[i].type();
+    first = false;
+  }
+  text << ") {\n  ";
+  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
+  text << " = " << op_type << "(";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    text << (i ? ", " : "") << (inputs[i].dtype == DType::Undefined ? "_" : "%x" + std::to_string(i));
+  }
+  text << ")" << attributes << " : ";
+  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "?[*]";
+  text << "\n  return ";
+  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
+  text << "\n}\n";
+
+  std::unique_ptr<Graph> graph = parseGraph(text.str());
+  inferShapes(*graph, OpRegistry::global());
+  Node* node = graph->nodeList().front();
+
+  std::vector<TensorDesc> in_descs, out_descs;
+  std::vector<const Tensor*> constants;
+  std::vector<std::unique_ptr<Tensor>> constant_tensors;
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<void*> pointers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Data& input = inputs[i];
+    if (input.dtype == DType::Undefined) {
+      in_descs.emplace_back();
+      constants.push_back(nullptr);
+      pointers.push_back(nullptr);
+      continue;
+    }
+    in_descs.push_back(TensorDesc::of(input.dtype, input.dims));
+    buffers.push_back(std::make_unique<Buffer>(in_descs.back().byteSize()));
+    encode(input, buffers.back()->data());
+    pointers.push_back(buffers.back()->data());
+    bool constant = std::find(options.constants.begin(), options.constants.end(), i) != options.constants.end();
+    if (constant) {
+      constant_tensors.push_back(std::make_unique<Tensor>(Tensor::copyOf(input.dtype, input.dims, pointers.back())));
+    }
+    constants.push_back(constant ? constant_tensors.back().get() : nullptr);
+  }
+  for (size_t k = 0; k < node->numOutputs(); ++k) out_descs.push_back(TensorDesc::of(node->output(k)->type()));
+
+  KernelBuildContext context(*node, in_descs, out_descs, constants, cpuDevice(), options.threads);
+  std::shared_ptr<const Kernel> kernel = KernelRegistry::global().create(context);
+  NodeRun run;
+  run.kernel = kernel->name();
+  run.in_place = kernel->inPlaceInput(0);
+  for (size_t k = 0; k < out_descs.size(); ++k) {
+    if (k == 0 && options.in_place && run.in_place && in_descs[*run.in_place].byteSize() == out_descs[0].byteSize()) {
+      pointers.push_back(pointers[*run.in_place]);
+      run.ran_in_place = true;
+      continue;
+    }
+    buffers.push_back(std::make_unique<Buffer>(out_descs[k].byteSize()));
+    pointers.push_back(buffers.back()->data());
+  }
+  Buffer scratch(kernel->scratchBytes());
+  std::unique_ptr<DeviceRunState> device_state = cpuDevice().createRunState();
+  std::unique_ptr<KernelState> state = kernel->createState();
+  KernelArgs args{pointers.data(), pointers.data() + inputs.size(), scratch.data(), options.threads,
+                  device_state.get()};
+  kernel->run(args, state.get());
+  for (size_t k = 0; k < out_descs.size(); ++k) {
+    Data output{out_descs[k].dtype, out_descs[k].dimVector(), {}};
+    for (int64_t i = 0; i < output.count(); ++i) {
+      output.values.push_back(decodeOne(pointers[inputs.size() + k], output.dtype, i));
+    }
+    run.outputs.push_back(std::move(output));
+  }
+  return run;
+}
+
+// --- Checks --------------------------------------------------------------------------------
+
+// Whether `actual` matches `expected` (already rounded to the dtype) within `ulps` of the
+// dtype's precision; NaN matches NaN, infinities match exactly. Integers and bools exactly.
+inline bool close(DType dtype, double actual, double expected, double ulps) {
+  if (std::isnan(expected)) return std::isnan(actual);
+  if (std::isinf(expected) || !isFloat(dtype)) return actual == expected;
+  return std::fabs(actual - expected) <= ulps * ulpOf(dtype, expected);
+}
+
+// Checks every element; reports the first few mismatches with the inputs that produced them.
+inline void expectClose(const Data& actual, const std::vector<double>& expected, double ulps, const std::string& label,
+                        const std::vector<const Data*>& inputs = {}) {
+  ASSERT_EQ(actual.values.size(), expected.size()) << label;
+  int reported = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    double want = roundTo(actual.dtype, expected[i]);
+    if (close(actual.dtype, actual.values[i], want, ulps)) continue;
+    std::ostringstream where;
+    where.precision(17);
+    for (const Data* input : inputs) {
+      if (input->count() == static_cast<int64_t>(expected.size())) where << " x=" << input->values[i];
+    }
+    ADD_FAILURE() << label << " " << actual.type() << " element " << i << ":" << where.str() << " got "
+                  << actual.values[i] << ", expected " << want << " (" << expected[i] << ")";
+    if (++reported == 5) return;
+  }
+}
+
+// Row-major broadcasting reference: the index into `input` of output element `i`.
+inline int64_t broadcastIndex(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& in_dims, int64_t i) {
+  int64_t index = 0, stride = 1;
+  for (size_t d = out_dims.size(); d-- > 0;) {
+    int64_t coordinate = i % out_dims[d];
+    i /= out_dims[d];
+    size_t offset = out_dims.size() - in_dims.size();
+    if (d >= offset) {
+      int64_t size = in_dims[d - offset];
+      if (size != 1) index += coordinate * stride;
+      stride *= size;
+    }
+  }
+  return index;
+}
+
+}  // namespace estuary::ge::elementwise_test
