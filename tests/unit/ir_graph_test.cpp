@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "estuary/ir/graph.h"
@@ -27,6 +29,29 @@ void expectUseListsConsistent(const Graph& graph) {
   for (const auto& [value, count] : operand_count) {
     EXPECT_EQ(value->uses().size(), count) << value->name();
     for (const Use& use : value->uses()) EXPECT_EQ(use.user->input(use.operand_index), value);
+  }
+}
+
+TEST(Graph, GraphsBuiltOnSeveralThreadsKeepTheirOpNames) {
+  // Op names are interned in one process-wide table.
+  auto build = [](int thread, std::vector<std::string>* seen) {
+    Graph graph;
+    Value* x = graph.addInput("x", f32({4}));
+    for (int i = 0; i < 2000; ++i) {
+      std::string op = "Op" + std::to_string((i + thread) % 37);
+      std::string domain = i % 3 ? "" : "d" + std::to_string(i % 5);
+      Node* node = graph.createNode(op, {x}, 1, domain);
+      seen->push_back(node->qualifiedOpType() == (domain.empty() ? op : domain + "::" + op)
+                          ? "ok"
+                          : node->qualifiedOpType());
+    }
+  };
+  std::vector<std::vector<std::string>> seen(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(build, t, &seen[t]);
+  for (std::thread& thread : threads) thread.join();
+  for (const auto& results : seen) {
+    EXPECT_EQ(results, std::vector<std::string>(2000, "ok"));
   }
 }
 

@@ -37,11 +37,12 @@ void Value::replaceUsesWithIf(Value* replacement, const std::function<bool(const
 
 const Node::OpName* Node::internOpName(std::string_view op_type, std::string_view domain) {
   // Op names are few and live for the whole process (plugins may unload, their op names
-  // stay), so the table is never freed. Keys view the names' own storage.
-  static std::mutex mutex;
+  // stay), so the table and its lock are never freed: nodes may still be created during
+  // static destruction. Keys view the names' own storage.
+  static auto* mutex = new std::mutex;
   static auto* names =
       new std::unordered_map<std::string_view, std::vector<std::unique_ptr<const OpName>>>();
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(*mutex);
   auto found = names->find(op_type);
   if (found != names->end()) {
     for (const auto& name : found->second) {
