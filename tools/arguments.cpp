@@ -12,6 +12,10 @@ Arguments::Arguments(std::string command, std::string usage, std::string summary
     : command_(std::move(command)), usage_(std::move(usage)), summary_(std::move(summary)),
       options_(std::move(options)) {}
 
+void Arguments::addOptions(const std::vector<OptionDecl>& options) {
+  options_.insert(options_.end(), options.begin(), options.end());
+}
+
 const OptionDecl* Arguments::find(const std::string& name) const {
   for (const OptionDecl& option : options_) {
     if (option.name == name) return &option;

@@ -37,6 +37,9 @@ class Arguments {
   Arguments(std::string command, std::string usage, std::string summary,
             std::vector<OptionDecl> options);
 
+  // Declares more options (a group shared between commands), listed after the others.
+  void addOptions(const std::vector<OptionDecl>& options);
+
   // Parses argv (after the subcommand). Raises an Error naming the unknown or malformed
   // option. Returns false when --help was given (help is printed then).
   bool parse(const std::vector<std::string>& args);

@@ -22,6 +22,7 @@ int runInspect(const std::vector<std::string>& args);
 int runBuild(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runBench(const std::vector<std::string>& args);
+int runConvert(const std::vector<std::string>& args);
 
 // The directory of the shipped pipelines (configs/): ESTUARY_CONFIG_DIR, else the source tree.
 std::string configDir();

@@ -11,6 +11,7 @@ namespace estuary::cli {
 namespace {
 
 const Command kCommands[] = {
+    {"convert", "convert a framework's model (ONNX, ...) into an offline model, like ATC", runConvert},
     {"optimize", "run a pass pipeline over an IR file and write the result", runOptimize},
     {"inspect", "summarize an IR file: inputs, outputs, ops, parameters, shapes", runInspect},
     {"build", "build an IR file into an offline model (.eom) for this machine", runBuild},

@@ -4,10 +4,9 @@
 
 #include "arguments.h"
 #include "commands.h"
+#include "pipeline_options.h"
 #include "estuary/ir/verifier.h"
 #include "estuary/pass/manager.h"
-#include "estuary/pass/pipeline.h"
-#include "estuary/plugin/loader.h"
 #include "estuary/support/error.h"
 #include "estuary/text/printer.h"
 #include "estuary/serialize/graph_file.h"
@@ -19,32 +18,6 @@ std::string configDir() {
   return ESTUARY_DEFAULT_CONFIG_DIR;
 }
 
-namespace {
-
-// "O2" names configs/O2.yaml; anything with a '/' or a .yaml suffix is a path.
-std::string pipelinePath(const std::string& name) {
-  if (name.find('/') != std::string::npos || name.find(".yaml") != std::string::npos ||
-      name.find(".yml") != std::string::npos) {
-    return name;
-  }
-  return configDir() + "/" + name + ".yaml";
-}
-
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    if (!item.empty()) items.push_back(item);
-    start = comma + 1;
-  }
-  return items;
-}
-
-}  // namespace
-
 int runOptimize(const std::vector<std::string>& argv) {
   Arguments args(
       "optimize", "INPUT -o OUTPUT [options]",
@@ -52,16 +25,10 @@ int runOptimize(const std::vector<std::string>& argv) {
       "name ends in .est, Estuary's binary form otherwise (recognized by content on input).",
       {
           {"output", "FILE", "where to write the optimized graph (-o)", ""},
-          {"pipeline", "NAME|FILE", "pipeline YAML, or the name of one in configs/", "O1"},
-          {"passes", "LIST", "run this pass list instead, e.g. 'canonicalize,cse,dce'", ""},
-          {"plugin", "NAME|FILE", "load a plugin before the pipeline (repeatable)", "", true},
-          {"disable", "NAMES", "switch passes or groups off (comma-separated)", ""},
-          {"switch-file", "FILE", "YAML mapping of pass names to on/off (like ATC's fusion switch file)", ""},
-          {"debug", "", "dump the IR before/after each pass and verify after each pass", ""},
-          {"dump-dir", "DIR", "where debug dumps go", "estuary_dump"},
           {"print-ir", "", "print the graph before and after the pipeline", ""},
           {"quiet", "", "print nothing but errors", ""},
       });
+  args.addOptions(pipelineOptionDecls("O1"));
   std::vector<std::string> rest = argv;
   for (std::string& arg : rest) {
     if (arg == "-o") arg = "--output";
@@ -72,14 +39,7 @@ int runOptimize(const std::vector<std::string>& argv) {
   if (!output) usageError("estuary optimize: missing -o OUTPUT (see --help)");
   const std::string& input = args.positionals()[0];
 
-  for (const std::string& plugin : args.values("plugin")) PluginLoader::global().load(plugin, ".");
-  Pipeline pipeline = args.value("passes") ? parsePassList(*args.value("passes"))
-                                           : loadPipelineFile(pipelinePath(args.value("pipeline").value_or("O1")));
-  PassManager manager(std::move(pipeline));
-  for (const std::string& name : splitList(args.value("disable").value_or(""))) manager.setEnabled(name, false);
-  if (auto file = args.value("switch-file")) manager.applySwitches(loadPassSwitchFile(*file));
-  if (args.flag("debug")) manager.setDebug(true);
-  if (auto dir = args.value("dump-dir")) manager.setDumpDir(*dir);
+  std::unique_ptr<PassManager> manager = passManagerFrom(args, "O1");
 
   std::unique_ptr<Graph> graph = readGraphFile(input);
   try {
@@ -90,9 +50,9 @@ int runOptimize(const std::vector<std::string>& argv) {
   bool quiet = args.flag("quiet");
   bool print_ir = args.flag("print-ir") && !quiet;
   if (print_ir) std::cout << "--- before (" << input << ")\n" << printGraph(*graph, {4096}) << "\n";
-  manager.run(*graph);
+  manager->run(*graph);
   if (print_ir) std::cout << "--- after\n" << printGraph(*graph, {4096}) << "\n";
-  if (!quiet) manager.printTimingReport(std::cout);
+  if (!quiet) manager->printTimingReport(std::cout);
   writeGraphFile(*graph, *output);
   if (!quiet) std::cout << "wrote " << *output << "\n";
   return 0;

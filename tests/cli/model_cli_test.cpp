@@ -11,6 +11,8 @@
 #include <regex>
 #include <string>
 
+#include "cli_support.h"
+
 #include "npy.h"
 
 namespace estuary::cli {
@@ -18,26 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
 
-CliRun estuary(const std::string& arguments, const std::string& environment = "") {
-  std::string command = environment + " " + std::string(ESTUARY_CLI) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  CliRun run{0, {}};
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-#define EXPECT_CONTAINS(text, piece) \
-  EXPECT_NE(std::string(text).find(piece), std::string::npos) << "missing '" << (piece) << "' in:\n" << (text)
 
 // c = max((x + y) * w, x), a = x + y, over a symbolic batch; w is a 2 KiB weight, so it is
 // stored in the offline model's weights section.
@@ -69,7 +52,7 @@ class ModelCli : public ::testing::Test {
 
   // m.eom built from m.est; its batch stays symbolic.
   std::string builtModel() {
-    CliRun run = estuary("build " + path("m.est") + " -o " + path("m.eom") + " --quiet");
+    CliRun run = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --quiet");
     EXPECT_EQ(run.exit_code, 0) << run.output;
     return path("m.eom");
   }
@@ -101,18 +84,18 @@ class ModelCli : public ::testing::Test {
 };
 
 TEST_F(ModelCli, HelpListsTheModelCommands) {
-  CliRun run = estuary("--help");
+  CliRun run = runCli("--help");
   EXPECT_CONTAINS(run.output, "build");
   EXPECT_CONTAINS(run.output, "bench");
   for (const char* command : {"build", "run", "bench"}) {
-    CliRun help = estuary(std::string(command) + " --help");
+    CliRun help = runCli(std::string(command) + " --help");
     EXPECT_EQ(help.exit_code, 0) << command;
     EXPECT_CONTAINS(help.output, "--threads");
   }
 }
 
 TEST_F(ModelCli, BuildPrintsStagesOpsAndPlannedMemory) {
-  CliRun run = estuary("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:2,512;y:2,-1' --kernels");
+  CliRun run = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:2,512;y:2,-1' --kernels");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_CONTAINS(run.output, "built " + path("m.eom"));
   EXPECT_CONTAINS(run.output, "inputs: x: f32[2,512] y: f32[2,512]");
@@ -131,22 +114,22 @@ TEST_F(ModelCli, BuildPrintsStagesOpsAndPlannedMemory) {
 }
 
 TEST_F(ModelCli, BuildWithSymbolicInputsPlansAtRunTime) {
-  CliRun run = estuary("build " + path("m.est") + " -o " + path("m.eom"));
+  CliRun run = runCli("build " + path("m.est") + " -o " + path("m.eom"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_CONTAINS(run.output, "planned per input shape at run time");
 }
 
 TEST_F(ModelCli, BuildRefusesBadInputShapes) {
-  CliRun unknown = estuary("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'z:1,2'");
+  CliRun unknown = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'z:1,2'");
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_CONTAINS(unknown.output, "--input-shape: the graph has no input 'z' (inputs: x, y)");
-  CliRun rank = estuary("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:1,2,3'");
+  CliRun rank = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:1,2,3'");
   EXPECT_EQ(rank.exit_code, 1);
   EXPECT_CONTAINS(rank.output, "input 'x' has rank 2 (f32[batch,512]), 3 dims were given");
-  CliRun fixed = estuary("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:1,8'");
+  CliRun fixed = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:1,8'");
   EXPECT_EQ(fixed.exit_code, 1);
   EXPECT_CONTAINS(fixed.output, "input 'x' dim 1 is 512 in the graph");
-  CliRun malformed = estuary("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:1,b'");
+  CliRun malformed = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:1,b'");
   EXPECT_EQ(malformed.exit_code, 2);
   EXPECT_CONTAINS(malformed.output, "'b' is not a dimension");
   EXPECT_FALSE(fs::exists(path("m.eom")));
@@ -157,7 +140,7 @@ TEST_F(ModelCli, RunReadsNpyFilesAndWritesNpz) {
   Tensor x = input(2, 0.5f, -2.0f), y = input(2, -0.25f, 1.0f);
   writeNpy(path("x.npy"), x);
   writeNpy(path("y.npy"), y);
-  CliRun run = estuary("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("y.npy") + " -o " +
+  CliRun run = runCli("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("y.npy") + " -o " +
                        path("out.npz"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_CONTAINS(run.output, "c: f32 (2, 512)");
@@ -169,7 +152,7 @@ TEST_F(ModelCli, RunTakesANumpyArchiveAtAnyBatchAndWritesCompressed) {
   std::string model = builtModel();
   Tensor x = input(3, 1.0f, -4.0f), y = input(3, 0.125f, 0.0f);
   writeNpz(path("in.npz"), {{"y", y}, {"x", x}}, true);
-  CliRun run = estuary("run " + model + " --inputs " + path("in.npz") + " -o " + path("out.npz") + " --compress --threads 1");
+  CliRun run = runCli("run " + model + " --inputs " + path("in.npz") + " -o " + path("out.npz") + " --compress --threads 1");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   expectOutputs(path("out.npz"), x, y);
 }
@@ -182,7 +165,7 @@ TEST_F(ModelCli, RunBuildsAnIrFileAndReadsWhatNumpyWrote) {
                                       "  %m = Min(%q, %x) : f32[batch,4]\n"
                                       "  return %m\n}\n";
   std::string fixture = std::string(ESTUARY_SOURCE_DIR) + "/tests/data/npy/xy.npz";
-  CliRun run = estuary("run " + path("small.est") + " --inputs " + fixture + " -o " + path("out.npz") + " --quiet");
+  CliRun run = runCli("run " + path("small.est") + " --inputs " + fixture + " -o " + path("out.npz") + " --quiet");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.output, "");
   std::vector<NamedArray> inputs = readNpz(fixture), outputs = readNpz(path("out.npz"));
@@ -197,30 +180,30 @@ TEST_F(ModelCli, RunBuildsAnIrFileAndReadsWhatNumpyWrote) {
 TEST_F(ModelCli, RunNamesMissingAndMismatchedInputs) {
   std::string model = builtModel();
   writeNpy(path("x.npy"), input(2, 1, 0));
-  CliRun missing = estuary("run " + model + " --input x=" + path("x.npy") + " -o " + path("out.npz"));
+  CliRun missing = runCli("run " + model + " --input x=" + path("x.npy") + " -o " + path("out.npz"));
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_CONTAINS(missing.output, "input 'y' (f32[batch,512]) of " + model + " is not given");
 
   writeNpy(path("narrow.npy"), Tensor::allocate(DType::F32, {2, 3}));
-  CliRun shape = estuary("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("narrow.npy") +
+  CliRun shape = runCli("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("narrow.npy") +
                          " -o " + path("out.npz"));
   EXPECT_EQ(shape.exit_code, 1);
   EXPECT_CONTAINS(shape.output, path("narrow.npy") + ": input 'y' expects f32[batch,512], the file holds f32 (2, 3)");
 
   writeNpy(path("ints.npy"), Tensor::allocate(DType::I32, {2, 512}));
-  CliRun dtype = estuary("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("ints.npy") +
+  CliRun dtype = runCli("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("ints.npy") +
                          " -o " + path("out.npz"));
   EXPECT_EQ(dtype.exit_code, 1);
   EXPECT_CONTAINS(dtype.output, path("ints.npy") + ": input 'y' expects f32[batch,512], the file holds i32 (2, 512)");
 
   writeNpy(path("other.npy"), input(4, 1, 0));
-  CliRun batch = estuary("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("other.npy") +
+  CliRun batch = runCli("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("other.npy") +
                          " -o " + path("out.npz"));
   EXPECT_EQ(batch.exit_code, 1);
   EXPECT_CONTAINS(batch.output, path("other.npy") + ": input 'y' expects f32[batch,512] with batch = 2 (from " +
                                     path("x.npy") + "), the file holds f32 (4, 512)");
 
-  CliRun unknown = estuary("run " + model + " --input z=" + path("x.npy") + " -o " + path("out.npz"));
+  CliRun unknown = runCli("run " + model + " --input z=" + path("x.npy") + " -o " + path("out.npz"));
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_CONTAINS(unknown.output, "the model has no input 'z' (inputs: x, y)");
   EXPECT_FALSE(fs::exists(path("out.npz")));
@@ -235,11 +218,11 @@ TEST_F(ModelCli, RunRefusesBrokenArrayFiles) {
     bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
   std::ofstream(path("cut.npy"), std::ios::binary) << bytes.substr(0, bytes.size() - 100);
-  CliRun cut = estuary("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("cut.npy") + " -o " +
+  CliRun cut = runCli("run " + model + " --input x=" + path("x.npy") + " --input y=" + path("cut.npy") + " -o " +
                        path("out.npz"));
   EXPECT_EQ(cut.exit_code, 1);
   EXPECT_CONTAINS(cut.output, path("cut.npy") + ": truncated: <f4 (2, 512) needs 4096 data bytes, the file has 3996");
-  CliRun npz = estuary("run " + model + " --inputs " + path("x.npy") + " -o " + path("out.npz"));
+  CliRun npz = runCli("run " + model + " --inputs " + path("x.npy") + " -o " + path("out.npz"));
   EXPECT_EQ(npz.exit_code, 1);
   EXPECT_CONTAINS(npz.output, path("x.npy") + ": not a zip archive");
 }
@@ -255,28 +238,28 @@ TEST_F(ModelCli, BadOfflineModelsAreRefused) {
   const std::string inputs = " --input x=" + path("x.npy") + " --input y=" + path("x.npy") + " -o " + path("out.npz");
 
   std::ofstream(path("cut.eom"), std::ios::binary) << bytes.substr(0, bytes.size() - 1000);
-  CliRun cut = estuary("run " + path("cut.eom") + inputs);
+  CliRun cut = runCli("run " + path("cut.eom") + inputs);
   EXPECT_EQ(cut.exit_code, 1);
   EXPECT_CONTAINS(cut.output, path("cut.eom") + ": truncated");
 
   std::string wrong = bytes;
   wrong[1] = 'X';
   std::ofstream(path("magic.eom"), std::ios::binary) << wrong;
-  CliRun magic = estuary("bench " + path("magic.eom"));
+  CliRun magic = runCli("bench " + path("magic.eom"));
   EXPECT_EQ(magic.exit_code, 1);
   EXPECT_CONTAINS(magic.output, path("magic.eom") + ": not an Estuary offline model (bad magic bytes");
 
-  CliRun absent = estuary("run " + path("absent.eom") + inputs);
+  CliRun absent = runCli("run " + path("absent.eom") + inputs);
   EXPECT_EQ(absent.exit_code, 1);
   EXPECT_CONTAINS(absent.output, path("absent.eom") + ": cannot open the offline model");
 
-  CliRun rebuild = estuary("build " + model + " -o " + path("again.eom"));
+  CliRun rebuild = runCli("build " + model + " -o " + path("again.eom"));
   EXPECT_EQ(rebuild.exit_code, 1);
   EXPECT_CONTAINS(rebuild.output, "is an offline model already");
 }
 
 TEST_F(ModelCli, ModelBuiltForAnotherIsaIsRefused) {
-  CliRun build = estuary("build " + path("m.est") + " -o " + path("m.eom"));
+  CliRun build = runCli("build " + path("m.est") + " -o " + path("m.eom"));
   ASSERT_EQ(build.exit_code, 0) << build.output;
   std::smatch isa;
   ASSERT_TRUE(std::regex_search(build.output, isa, std::regex("cpu/(\\w+)\\)"))) << build.output;
@@ -284,14 +267,14 @@ TEST_F(ModelCli, ModelBuiltForAnotherIsaIsRefused) {
   const std::string older = isa[1] == "sse41" ? "" : isa[1] == "avx2" ? "sse41" : "avx2";
   if (older.empty()) GTEST_SKIP() << "this machine's ISA is already the oldest oneDNN knows";
   std::string cap = older == "avx2" ? "AVX2" : "SSE41";
-  CliRun bench = estuary("bench " + path("m.eom") + " --batch 1 --iterations 1", "ONEDNN_MAX_CPU_ISA=" + cap);
+  CliRun bench = runCli("bench " + path("m.eom") + " --batch 1 --iterations 1", "ONEDNN_MAX_CPU_ISA=" + cap);
   EXPECT_EQ(bench.exit_code, 1);
   EXPECT_CONTAINS(bench.output, path("m.eom") + ": built for cpu/" + std::string(isa[1]) + ", this machine is cpu/" + older);
 }
 
 TEST_F(ModelCli, BenchReportsLatencyPercentilesThroughputAndMemory) {
   std::string model = builtModel();
-  CliRun run = estuary("bench " + model + " --batch 3 --warmup 2 --iterations 20 --threads 1");
+  CliRun run = runCli("bench " + model + " --batch 3 --warmup 2 --iterations 20 --threads 1");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_CONTAINS(run.output, "(offline model, cpu/");
   EXPECT_CONTAINS(run.output, "1 threads");
@@ -305,7 +288,7 @@ TEST_F(ModelCli, BenchReportsLatencyPercentilesThroughputAndMemory) {
 }
 
 TEST_F(ModelCli, BenchTakesShapesFromInputShapeAndBuildsIrFiles) {
-  CliRun run = estuary("bench " + path("m.est") + " --input-shape 'y:5,-1' --iterations 3");
+  CliRun run = runCli("bench " + path("m.est") + " --input-shape 'y:5,-1' --iterations 3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_CONTAINS(run.output, "(built from IR, cpu/");
   EXPECT_CONTAINS(run.output, "x: f32[5,512] y: f32[5,512]");
@@ -313,25 +296,25 @@ TEST_F(ModelCli, BenchTakesShapesFromInputShapeAndBuildsIrFiles) {
 
 TEST_F(ModelCli, BenchNeedsSizesForSymbolicDims) {
   std::string model = builtModel();
-  CliRun run = estuary("bench " + model);
+  CliRun run = runCli("bench " + model);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_CONTAINS(run.output, "input 'x' (f32[batch,512]): dim 0 ('batch') needs a size; give it with --input-shape x:... or --batch");
-  CliRun zero = estuary("bench " + model + " --batch 0");
+  CliRun zero = runCli("bench " + model + " --batch 0");
   EXPECT_EQ(zero.exit_code, 2);
   EXPECT_CONTAINS(zero.output, "--batch needs an integer of at least 1, got '0'");
 }
 
 TEST_F(ModelCli, UnknownFlagsAndMissingArgumentsAreUsageErrors) {
-  CliRun flag = estuary("run " + path("m.est") + " --bogus -o " + path("o.npz"));
+  CliRun flag = runCli("run " + path("m.est") + " --bogus -o " + path("o.npz"));
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_CONTAINS(flag.output, "estuary run: unknown option '--bogus'");
-  CliRun output = estuary("build " + path("m.est"));
+  CliRun output = runCli("build " + path("m.est"));
   EXPECT_EQ(output.exit_code, 2);
   EXPECT_CONTAINS(output.output, "missing -o OUTPUT.eom");
-  CliRun spec = estuary("run " + path("m.est") + " --input x -o " + path("o.npz"));
+  CliRun spec = runCli("run " + path("m.est") + " --input x -o " + path("o.npz"));
   EXPECT_EQ(spec.exit_code, 2);
   EXPECT_CONTAINS(spec.output, "--input needs NAME=FILE.npy, got 'x'");
-  CliRun iterations = estuary("bench " + path("m.est") + " --iterations many");
+  CliRun iterations = runCli("bench " + path("m.est") + " --iterations many");
   EXPECT_EQ(iterations.exit_code, 2);
   EXPECT_CONTAINS(iterations.output, "--iterations needs an integer");
 }

@@ -1,0 +1,123 @@
+// `estuary convert` with the test frontend plugin (tests/plugins/test_frontend.cpp), which
+// reads IR text under a header line: the stages, the summary, the modes, ATC spellings and
+// the errors. The ONNX frontend's own conversions are tested with real models in python/tests.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kPluginPath = "ESTUARY_PLUGIN_PATH=" ESTUARY_TEST_PLUGIN_DIR;
+
+class ConvertCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("estuary_convert_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+            "_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(path("m.testmodel")) << "# estuary test model\n"
+                                          "graph @m(%x: f32[batch,8]) {\n"
+                                          "  %w = Constant() {value = tensor<f32[2,4]> [1, 2, 3, 4, 5, 6, 7, 8]} : f32[2,4]\n"
+                                          "  %s = Constant() {value = tensor<i64[2]> [1, 8]} : i64[2]\n"
+                                          "  %r = Reshape(%w, %s) : f32[1,8]\n"
+                                          "  %y = Add(%x, %r) : f32[batch,8]\n"
+                                          "  %i = Identity(%y) : f32[batch,8]\n"
+                                          "  %z = Relu(%i) : f32[batch,8]\n"
+                                          "  return %z\n"
+                                          "}\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  CliRun convert(const std::string& arguments) { return runCli("convert " + arguments, kPluginPath); }
+
+  fs::path dir_;
+};
+
+TEST_F(ConvertCli, ConvertsAndSummarizesEveryStage) {
+  CliRun run = convert("--model " + path("m.testmodel") + " --framework test -o " + path("m.eom"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_CONTAINS(run.output, "converted " + path("m.testmodel") + " -> " + path("m.eom"));
+  EXPECT_CONTAINS(run.output, "inputs: x: f32[batch,8]");
+  EXPECT_CONTAINS(run.output, "parameters: 10 (");
+  EXPECT_CONTAINS(run.output, "translate");
+  EXPECT_CONTAINS(run.output, "ops 6 -> ");
+  EXPECT_CONTAINS(run.output, "epilogues fused");
+  EXPECT_CONTAINS(run.output, "save");
+  EXPECT_CONTAINS(run.output, "planned per input shape at run time");
+  EXPECT_TRUE(fs::exists(path("m.eom")));
+  // The result runs.
+  CliRun bench = runCli("bench " + path("m.eom") + " --input-shape x:2,8 --iterations 3 --warmup 1");
+  EXPECT_EQ(bench.exit_code, 0) << bench.output;
+}
+
+TEST_F(ConvertCli, FindsTheFrontendAndTakesAtcSpellings) {
+  // No --framework: the frontend is picked by content; --input_shape is ATC's spelling, and
+  // the .eom extension is added to an output given without one.
+  CliRun run = convert(path("m.testmodel") + " --input_shape=x:4,8 --output " + path("fixed"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_CONTAINS(run.output, "inputs: x: f32[4,8]");
+  EXPECT_CONTAINS(run.output, "activation memory: ");
+  EXPECT_CONTAINS(run.output, " planned, lower bound ");
+  EXPECT_TRUE(fs::exists(path("fixed.eom")));
+}
+
+TEST_F(ConvertCli, PrintsInfoTextAndJson) {
+  CliRun info = convert("--model " + path("m.testmodel") + " --mode 6");
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_CONTAINS(info.output, "test model");
+  EXPECT_CONTAINS(info.output, "Reshape");
+  CliRun text = convert("--model " + path("m.testmodel") + " --mode ir --passes canonicalize,dce");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_CONTAINS(text.output, "graph @m(");
+  EXPECT_EQ(text.output.find("Identity"), std::string::npos) << text.output;
+  CliRun json = convert("--model " + path("m.testmodel") + " --mode json -o " + path("m.json"));
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  std::ifstream file(path("m.json"));
+  std::string written((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_CONTAINS(written, "\"op\": \"Relu\"");
+  EXPECT_CONTAINS(written, "\"inputs\": [{\"name\": \"x\", \"type\": \"f32[batch,8]\"}]");
+}
+
+TEST_F(ConvertCli, ListsEveryUnsupportedOp) {
+  std::ofstream(path("bad.testmodel")) << "# estuary test model\n# unsupported Foo a b\n# unsupported Bar c\n";
+  CliRun run = convert("--model " + path("bad.testmodel") + " -o " + path("bad.eom"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_CONTAINS(run.output, "2 ops have no translation (3 nodes)");
+  EXPECT_CONTAINS(run.output, "Foo (opset 1): 'a', 'b'");
+  EXPECT_CONTAINS(run.output, "Bar (opset 1): 'c'");
+  EXPECT_FALSE(fs::exists(path("bad.eom")));
+}
+
+TEST_F(ConvertCli, RefusesBadUsage) {
+  CliRun no_model = convert("-o " + path("x.eom"));
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_CONTAINS(no_model.output, "missing --model");
+  CliRun no_output = convert("--model " + path("m.testmodel"));
+  EXPECT_EQ(no_output.exit_code, 2);
+  EXPECT_CONTAINS(no_output.output, "missing -o");
+  CliRun mode = convert("--model " + path("m.testmodel") + " --mode 3");
+  EXPECT_EQ(mode.exit_code, 2);
+  EXPECT_CONTAINS(mode.output, "--mode must be");
+  CliRun framework = convert("--model " + path("m.testmodel") + " --framework tset -o " + path("x.eom"));
+  EXPECT_EQ(framework.exit_code, 1);
+  EXPECT_CONTAINS(framework.output, "no frontend named 'tset'");
+  EXPECT_CONTAINS(framework.output, "did you mean 'test'?");
+  std::ofstream(path("other.txt")) << "not a model\n";
+  CliRun unknown = convert("--model " + path("other.txt") + " -o " + path("x.eom"));
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_CONTAINS(unknown.output, "no frontend recognizes this file");
+  CliRun shape = convert("--model " + path("m.testmodel") + " --input-shape y:1 -o " + path("x.eom"));
+  EXPECT_EQ(shape.exit_code, 1);
+  EXPECT_CONTAINS(shape.output, "the graph has no input 'y' (inputs: x)");
+}
+
+}  // namespace
