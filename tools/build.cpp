@@ -33,12 +33,6 @@ std::vector<std::string> split(const std::string& text, char separator) {
   }
 }
 
-std::string inputNames(const Graph& graph) {
-  std::string names;
-  for (const Value* input : graph.inputs()) names += (names.empty() ? "" : ", ") + input->name();
-  return names;
-}
-
 size_t totalOps(const std::map<std::string, size_t>& histogram) {
   size_t total = 0;
   for (const auto& entry : histogram) total += entry.second;
@@ -156,34 +150,6 @@ InputShapes parseInputShapes(const std::string& text) {
   return shapes;
 }
 
-void applyInputShapes(Graph& graph, const InputShapes& shapes) {
-  for (const auto& [name, dims] : shapes) {
-    Value* input = nullptr;
-    for (Value* candidate : graph.inputs()) {
-      if (candidate->name() == name) input = candidate;
-    }
-    if (!input) raise("--input-shape: the graph has no input '", name, "' (inputs: ", inputNames(graph), ")");
-    const TensorType& type = input->type();
-    if (!type.shape.isRanked()) {
-      raise("--input-shape: input '", name, "' has type ", type.str(), "; the backend needs its rank");
-    }
-    if (type.shape.rank() != dims.size()) {
-      raise("--input-shape: input '", name, "' has rank ", type.shape.rank(), " (", type.str(), "), ", dims.size(),
-            " dims were given");
-    }
-    Shape shape = type.shape;
-    for (size_t d = 0; d < dims.size(); ++d) {
-      if (dims[d] < 0) continue;
-      if (shape[d].isStatic() && shape[d].value() != dims[d]) {
-        raise("--input-shape: input '", name, "' dim ", d, " is ", shape[d].value(), " in the graph (", type.str(),
-              "), ", dims[d], " was given");
-      }
-      shape[d] = Dim(dims[d]);
-    }
-    input->setType(TensorType(type.dtype, std::move(shape)));
-  }
-}
-
 OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, const InputShapes& shapes) {
   // By name too, so that a damaged .eom is refused as one rather than parsed as IR text.
   const std::string extension = ge::kOfflineModelExtension;
@@ -195,7 +161,7 @@ OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, 
   } catch (const Error& error) {
     raise(path, ": the graph is not valid IR:\n", error.what());
   }
-  applyInputShapes(*graph, shapes);
+  fixInputShapes(*graph, shapes);
   try {
     return {ge::CompiledModel::build(*graph, options), true};
   } catch (const Error& error) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "estuary/ge/model.h"
+#include "estuary/transforms/input_shapes.h"
 
 namespace estuary::cli {
 
@@ -30,11 +31,7 @@ std::string configDir();
 // Shared by build, run and bench (defined in build.cpp).
 
 // "x:1,3,224,224;y:-1,128": dims by input name; -1 leaves a dim as the graph has it.
-using InputShapes = std::map<std::string, std::vector<int64_t>>;
 InputShapes parseInputShapes(const std::string& text);
-// Gives the graph's inputs the dims `shapes` fixes; raises for unknown inputs, a wrong rank,
-// or a static dim that differs.
-void applyInputShapes(Graph& graph, const InputShapes& shapes);
 
 // An integer option of at least `minimum`, or `fallback` when absent; a usage error when
 // malformed.

@@ -219,7 +219,7 @@ int runConvert(const std::vector<std::string>& argv) {
   Parameters parameters = countParameters(*graph);
 
   progress.enter(1);
-  applyInputShapes(*graph, shapes);
+  fixInputShapes(*graph, shapes);
   stages.push_back({"input shapes", lap(), shapes.empty() ? "as in the model" : "fixed " + std::to_string(shapes.size())});
 
   progress.enter(2);

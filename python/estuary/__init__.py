@@ -1,10 +1,25 @@
 """Estuary: models from several frameworks, one graph IR, one graph engine.
 
     import estuary, numpy as np
-    model = estuary.Model("decoder.est")          # an IR file or an estuary.Graph
-    (y,) = model.run({"x": np.ones((1, 64), np.float32)})
+    model = estuary.Model("resnet50.onnx")        # an .onnx file, an .eom, an IR file or a Graph
+    (y,) = model.run({"x": np.ones((1, 3, 224, 224), np.float32)})
+    estuary.convert("resnet50.onnx", "resnet50.eom", input_shapes={"x": [1, 3, 224, 224]})
 """
-from ._estuary import EstuaryError, Graph, Model
+import os as _os
 
-__all__ = ["EstuaryError", "Graph", "Model"]
+from ._estuary import EstuaryError, Graph, Model, convert, _set_config_dir
+
+
+def _shipped_configs():
+    # As for the command line, ESTUARY_CONFIG_DIR first; then the copy pip installs beside
+    # the package; in a build tree, the source tree's configs/.
+    installed = _os.path.join(_os.path.dirname(__file__), "configs")
+    if "ESTUARY_CONFIG_DIR" in _os.environ:
+        return _os.environ["ESTUARY_CONFIG_DIR"]
+    return installed if _os.path.isdir(installed) else "@ESTUARY_SOURCE_CONFIG_DIR@"
+
+
+_set_config_dir(_shipped_configs())
+
+__all__ = ["EstuaryError", "Graph", "Model", "convert"]
 __version__ = "0.1.0"

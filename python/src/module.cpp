@@ -4,6 +4,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <filesystem>
+
+#include "estuary/frontend/frontend.h"
 #include "estuary/ge/model.h"
 #include "estuary/ge/offline_model.h"
 #include "estuary/ir/verifier.h"
@@ -13,6 +16,7 @@
 #include "estuary/support/error.h"
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
+#include "estuary/transforms/input_shapes.h"
 
 namespace py = pybind11;
 
@@ -125,13 +129,61 @@ class Model {
   std::unique_ptr<ge::RunContext> context_;
 };
 
-void optimizeGraph(Graph& graph, const std::string& pipeline) {
-  Pipeline steps = pipeline.find(".yaml") != std::string::npos || pipeline.find(".yml") != std::string::npos
-                       ? loadPipelineFile(pipeline)
-                       : parsePassList(pipeline);
-  PassManager manager(std::move(steps));
+// Where the shipped pipelines (configs/*.yaml) are; set by the package's __init__.py.
+std::string& configDir() {
+  static std::string dir;
+  return dir;
+}
+
+// A pipeline YAML path, the name of a shipped pipeline ("O2"), or a pass list.
+Pipeline pipelineFor(const std::string& pipeline) {
+  if (pipeline.find('/') != std::string::npos || pipeline.find(".yaml") != std::string::npos ||
+      pipeline.find(".yml") != std::string::npos) {
+    return loadPipelineFile(pipeline);
+  }
+  std::string shipped = configDir() + "/" + pipeline + ".yaml";
+  if (!configDir().empty() && std::filesystem::exists(shipped)) return loadPipelineFile(shipped);
+  return parsePassList(pipeline);
+}
+
+void optimizeGraph(Graph& graph, const std::string& pipeline, const std::vector<std::string>& disable) {
+  PassManager manager(pipelineFor(pipeline));
+  for (const std::string& name : disable) manager.setEnabled(name, false);
   manager.setLog(nullptr);
   manager.run(graph);
+}
+
+std::shared_ptr<Graph> importModel(const std::string& path, const std::optional<std::string>& framework) {
+  std::shared_ptr<const Frontend> frontend = framework ? loadFrontend(*framework) : frontendForFile(path);
+  std::shared_ptr<Graph> graph = frontend->load(path);
+  verifyGraph(*graph);
+  return graph;
+}
+
+struct ConvertOptions {
+  std::optional<std::string> output;
+  std::optional<std::string> framework;
+  InputShapes input_shapes;
+  std::string pipeline = "O2";
+  std::vector<std::string> disable;
+  int threads = 0;
+};
+
+// What `estuary convert` does: translate, fix input shapes, optimize, build, and save when
+// asked to.
+std::shared_ptr<ge::CompiledModel> convertModel(const std::string& path, const ConvertOptions& options) {
+  std::shared_ptr<Graph> graph = importModel(path, options.framework);
+  fixInputShapes(*graph, options.input_shapes);
+  optimizeGraph(*graph, options.pipeline, options.disable);
+  ge::BuildOptions build;
+  build.num_threads = options.threads;
+  std::shared_ptr<ge::CompiledModel> model = ge::CompiledModel::build(*graph, build);
+  if (options.output) model->save(*options.output);
+  return model;
+}
+
+bool hasExtension(const std::string& path, std::string_view extension) {
+  return path.size() > extension.size() && path.compare(path.size() - extension.size(), extension.size(), extension) == 0;
 }
 
 }  // namespace
@@ -151,8 +203,18 @@ PYBIND11_MODULE(_estuary, m) {
       .def("save", [](const Graph& graph, const std::string& path) { writeGraphFile(graph, path); }, py::arg("path"))
       .def("text", [](const Graph& graph) { return printGraph(graph); })
       .def("verify", [](const Graph& graph) { verifyGraph(graph); })
+      .def_static("import_model",
+                  [](const std::string& path, const std::optional<std::string>& framework) {
+                    py::gil_scoped_release release;
+                    return estuary::python::importModel(path, framework);
+                  },
+                  py::arg("path"), py::arg("framework") = py::none(),
+                  "Translates a framework's model (an .onnx file, ...) into core IR. The frontend is\n"
+                  "found from the file unless `framework` names it.")
       .def("optimize", &estuary::python::optimizeGraph, py::arg("pipeline"),
-           "Runs a pass list ('canonicalize,cse,dce') or a pipeline YAML file in place.")
+           py::arg("disable") = std::vector<std::string>{},
+           "Runs a shipped pipeline ('O2'), a pipeline YAML file or a pass list\n"
+           "('canonicalize,cse,dce') in place; `disable` switches passes off by name.")
       .def_property_readonly("name", &Graph::name)
       .def_property_readonly("num_nodes", &Graph::numNodes)
       .def("op_counts", [](const Graph& graph) {
@@ -162,6 +224,23 @@ PYBIND11_MODULE(_estuary, m) {
       })
       .def("__str__", [](const Graph& graph) { return printGraph(graph); });
 
+  m.def("_set_config_dir", [](const std::string& dir) { estuary::python::configDir() = dir; });
+  m.def(
+      "convert",
+      [](const std::string& model, const std::optional<std::string>& output,
+         const std::optional<std::string>& framework, const InputShapes& input_shapes, const std::string& pipeline,
+         const std::vector<std::string>& disable, int threads) {
+        estuary::python::ConvertOptions options{output, framework, input_shapes, pipeline, disable, threads};
+        py::gil_scoped_release release;
+        return Model(estuary::python::convertModel(model, options));
+      },
+      py::arg("model"), py::arg("output") = py::none(), py::kw_only(), py::arg("framework") = py::none(),
+      py::arg("input_shapes") = InputShapes{}, py::arg("pipeline") = "O2",
+      py::arg("disable") = std::vector<std::string>{}, py::arg("threads") = 0,
+      "Converts a framework's model into a runnable Model, like `estuary convert`: translate,\n"
+      "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic), run the pipeline,\n"
+      "build; writes the offline model to `output` when given.");
+
   py::class_<Model>(m, "Model", "A graph built by the GE backend for the CPU, ready to run.")
       .def(py::init([](const py::object& source, int threads) {
              ge::BuildOptions options;
@@ -170,13 +249,19 @@ PYBIND11_MODULE(_estuary, m) {
                return Model(ge::CompiledModel::build(*source.cast<std::shared_ptr<Graph>>(), options));
              }
              std::string path = py::str(source);
+             py::gil_scoped_release release;
              if (ge::isOfflineModelFile(path)) return Model(ge::CompiledModel::load(path, options));
-             std::unique_ptr<Graph> graph = readGraphFile(path);
-             return Model(ge::CompiledModel::build(*graph, options));
+             if (estuary::python::hasExtension(path, ".est") || estuary::python::hasExtension(path, ".estir")) {
+               std::unique_ptr<Graph> graph = readGraphFile(path);
+               return Model(ge::CompiledModel::build(*graph, options));
+             }
+             estuary::python::ConvertOptions convert;
+             convert.threads = threads;
+             return Model(estuary::python::convertModel(path, convert));
            }),
            py::arg("source"), py::arg("threads") = 0,
-           "Loads an offline model (.eom), or builds one from an IR file path or a Graph.\n"
-           "threads=0 uses every core.")
+           "Loads an offline model (.eom), builds an IR file (.est, .estir) or a Graph, or\n"
+           "converts a framework's model (.onnx, ...) with the O2 pipeline. threads=0 uses every core.")
       .def("run", &Model::run, py::arg("inputs"),
            "Runs with a dict name -> array or a list in input order; returns the outputs as a list.\n"
            "C-contiguous inputs of the right dtype are read in place; outputs are written in place.")

@@ -122,7 +122,7 @@ TEST_F(ModelCli, BuildWithSymbolicInputsPlansAtRunTime) {
 TEST_F(ModelCli, BuildRefusesBadInputShapes) {
   CliRun unknown = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'z:1,2'");
   EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_CONTAINS(unknown.output, "--input-shape: the graph has no input 'z' (inputs: x, y)");
+  EXPECT_CONTAINS(unknown.output, "input shapes: the graph has no input 'z' (inputs: x, y)");
   CliRun rank = runCli("build " + path("m.est") + " -o " + path("m.eom") + " --input-shape 'x:1,2,3'");
   EXPECT_EQ(rank.exit_code, 1);
   EXPECT_CONTAINS(rank.output, "input 'x' has rank 2 (f32[batch,512]), 3 dims were given");
