@@ -7,7 +7,7 @@
 """
 import os as _os
 
-from ._estuary import EstuaryError, Graph, Model, convert, _set_config_dir
+from ._estuary import EstuaryError, Graph, Model, UnsupportedOpsError, convert, _set_config_dir
 
 
 def _shipped_configs():
@@ -21,5 +21,5 @@ def _shipped_configs():
 
 _set_config_dir(_shipped_configs())
 
-__all__ = ["EstuaryError", "Graph", "Model", "convert"]
+__all__ = ["EstuaryError", "Graph", "Model", "UnsupportedOpsError", "convert"]
 __version__ = "0.1.0"

@@ -193,7 +193,9 @@ PYBIND11_MODULE(_estuary, m) {
   using namespace estuary;
   using estuary::python::Model;
   m.doc() = "Estuary: one graph IR, YAML pass pipelines, and a graph-engine backend for the CPU.";
-  py::register_exception<Error>(m, "EstuaryError", PyExc_RuntimeError);
+  auto estuary_error = py::register_exception<Error>(m, "EstuaryError", PyExc_RuntimeError);
+  // Registered after its base, so that its translator is tried first.
+  py::register_exception<UnsupportedOpsError>(m, "UnsupportedOpsError", estuary_error.ptr());
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A graph in Estuary's core IR.")
       .def_static("parse", [](const std::string& text) { return std::shared_ptr<Graph>(parseGraph(text)); },

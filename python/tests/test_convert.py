@@ -69,5 +69,5 @@ def test_errors_name_what_is_wrong(model_file, tmp_path):
         estuary.Model(str(other))
     unsupported = tmp_path / "u.testmodel"
     unsupported.write_text("# estuary test model\n# unsupported Foo a\n")
-    with pytest.raises(estuary.EstuaryError, match="Foo \\(opset 1\\): 'a'"):
+    with pytest.raises(estuary.UnsupportedOpsError, match="Foo \\(opset 1\\): 'a'"):
         estuary.convert(str(unsupported))
