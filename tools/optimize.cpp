@@ -4,10 +4,10 @@
 
 #include "arguments.h"
 #include "commands.h"
+#include "plugins.h"
 #include "estuary/ir/verifier.h"
 #include "estuary/pass/manager.h"
 #include "estuary/pass/pipeline.h"
-#include "estuary/plugin/loader.h"
 #include "estuary/support/error.h"
 #include "estuary/text/printer.h"
 #include "estuary/serialize/graph_file.h"
@@ -54,7 +54,7 @@ int runOptimize(const std::vector<std::string>& argv) {
           {"output", "FILE", "where to write the optimized graph (-o)", ""},
           {"pipeline", "NAME|FILE", "pipeline YAML, or the name of one in configs/", "O1"},
           {"passes", "LIST", "run this pass list instead, e.g. 'canonicalize,cse,dce'", ""},
-          {"plugin", "NAME|FILE", "load a plugin before the pipeline (repeatable)", "", true},
+          pluginOption("the pipeline"),
           {"disable", "NAMES", "switch passes or groups off (comma-separated)", ""},
           {"switch-file", "FILE", "YAML mapping of pass names to on/off (like ATC's fusion switch file)", ""},
           {"debug", "", "dump the IR before/after each pass and verify after each pass", ""},
@@ -72,7 +72,7 @@ int runOptimize(const std::vector<std::string>& argv) {
   if (!output) usageError("estuary optimize: missing -o OUTPUT (see --help)");
   const std::string& input = args.positionals()[0];
 
-  for (const std::string& plugin : args.values("plugin")) PluginLoader::global().load(plugin, ".");
+  loadPlugins(args);
   Pipeline pipeline = args.value("passes") ? parsePassList(*args.value("passes"))
                                            : loadPipelineFile(pipelinePath(args.value("pipeline").value_or("O1")));
   PassManager manager(std::move(pipeline));
