@@ -147,6 +147,17 @@ TEST_F(OfflineModel, RoundTripRunsToIdenticalOutputs) {
   }
 }
 
+// Version 1 had no plugins section: its header slot (bytes 192..207) is zero.
+TEST_F(OfflineModel, VersionOneFilesWithoutAPluginsSectionLoad) {
+  std::string file = savedModel();
+  std::string bytes = readBytes(file);
+  bytes[8] = 1;
+  std::fill(bytes.begin() + 192, bytes.begin() + 208, '\0');
+  writeBytes(file, bytes);
+  auto loaded = CompiledModel::load(file);
+  EXPECT_EQ(outputsOf(*loaded, 2), outputsOf(*built_, 2));
+}
+
 TEST_F(OfflineModel, WeightsAreMappedFromTheFileNotCopied) {
   std::string file = savedModel();
   auto loaded = CompiledModel::load(file);
