@@ -267,7 +267,8 @@ class AttentionKernel final : public Kernel {
     if (qk_output && output_mode_ == 2) copyTo(qk_output);
 
     float peak = kNegInf;
-    for (int64_t j = low; j <= high; ++j) peak = std::max(peak, row[j]);
+#pragma omp simd reduction(max : peak)
+    for (int64_t j = low; j <= high; ++j) peak = row[j] > peak ? row[j] : peak;
     if (peak == kNegInf) {
       // Everything masked: 0/0, as the reference computes it.
       std::fill(row, row + total, std::numeric_limits<float>::quiet_NaN());
