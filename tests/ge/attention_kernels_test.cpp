@@ -24,6 +24,8 @@ struct AttentionCase {
   double softcap = 0;
   int mode = -1;          // -1: no qk_matmul_output
   bool present = false;   // request present_key / present_value
+  int64_t left_window = -1, right_window = -1;
+  std::vector<int64_t> nonpad;  // nonpad_kv_seqlen per batch, when given
 };
 
 struct AttentionInputs {
@@ -83,7 +85,13 @@ AttentionResult referenceAttention(const AttentionCase& c, const AttentionInputs
               bias[j] = *c.mask == DType::Bool ? (m != 0 ? 0.0 : -kInf) : m;
             }
           }
-          if (c.causal && j > i + c.past) bias[j] = -kInf;
+          // Causal and window limits are relative to the query's absolute position: after the
+          // past keys, or (with nonpad_kv_seqlen and no past) after nonpad - q_seq keys.
+          const int64_t offset = !c.nonpad.empty() && c.past == 0 ? c.nonpad[b] - c.q_seq : c.past;
+          if (c.causal && j > i + offset) bias[j] = -kInf;
+          if (c.left_window >= 0 && j < i + offset - c.left_window) bias[j] = -kInf;
+          if (c.right_window >= 0 && j > i + offset + c.right_window) bias[j] = -kInf;
+          if (!c.nonpad.empty() && j >= c.nonpad[b]) bias[j] = -kInf;
           const double capped = c.softcap > 0 ? c.softcap * std::tanh(raw[j] / c.softcap) : raw[j];
           logits[j] = capped + bias[j];
         }
@@ -148,7 +156,18 @@ RunResult runAttention(const AttentionCase& c, const AttentionInputs& in) {
     inputs.push_back(in.past_value);
     operands += ", %pk, %pv";
   }
+  if (!c.nonpad.empty()) {
+    if (!c.mask && !c.past) operands += ", _";  // otherwise already placed
+    if (!c.past) operands += ", _, _";
+    TestTensor lengths{DType::I64, {c.batch}, {}};
+    for (int64_t n : c.nonpad) lengths.values.push_back(static_cast<double>(n));
+    params += ", %nonpad: " + lengths.type();
+    inputs.push_back(lengths);
+    operands += ", %nonpad";
+  }
   std::string attrs = "is_causal = " + std::to_string(c.causal ? 1 : 0);
+  if (c.left_window >= 0) attrs += ", left_window_size = " + std::to_string(c.left_window);
+  if (c.right_window >= 0) attrs += ", right_window_size = " + std::to_string(c.right_window);
   if (c.three_d) attrs += ", kv_num_heads = " + std::to_string(c.kv_heads) + ", q_num_heads = " + std::to_string(c.q_heads);
   if (c.mode >= 0) attrs += ", qk_matmul_output_mode = " + std::to_string(c.mode);
   if (c.scale) attrs += ", scale = " + std::to_string(*c.scale);
@@ -226,6 +245,31 @@ TEST(AttentionKernel, SoftcapComesBeforeTheMask) {
     c.mode = mode;
     checkAttention(c, 20 + mode);
   }
+}
+
+TEST(AttentionKernel, SlidingWindowsAroundTheQueryPosition) {
+  AttentionCase c;
+  c.q_seq = 4;
+  c.kv_seq = 7;
+  c.past = 3;
+  c.left_window = 2;
+  c.right_window = 1;
+  checkAttention(c, 25);
+  c.causal = true;  // right limit 0
+  c.mode = 1;
+  checkAttention(c, 26);
+}
+
+TEST(AttentionKernel, NonpadKvSeqlenMasksPaddedKeysAndShiftsTheCausalFrontier) {
+  AttentionCase c;
+  c.q_seq = 2;
+  c.kv_seq = 6;
+  c.nonpad = {4, 6};
+  checkAttention(c, 27);
+  c.causal = true;
+  c.mask = DType::F32;
+  c.mask_dims = {c.q_seq, c.kv_seq};
+  checkAttention(c, 28);
 }
 
 TEST(AttentionKernel, SixteenBitTypesComputeInF32) {

@@ -1,4 +1,6 @@
 // If and Loop: subgraphs planned once at build time and run by the node's kernel.
+#include <cstdio>
+
 #include "nn_test_support.h"
 
 namespace estuary::ge::nn_test {
@@ -145,6 +147,55 @@ TEST(LoopKernel, StopsWhenTheBodysConditionFailsOrTheTripCountRunsOut) {
   expectNear(run.outputs.at(0), {4.0, 12.0}, 0, 0, "trip count stops");
   run = runGraph(text, {scalarOf(DType::I64, 9), scalarOf(DType::Bool, 0), v, scalarOf(DType::F32, 20)});
   expectNear(run.outputs.at(0), {1.0, 3.0}, 0, 0, "false initial condition");
+}
+
+// A Loop whose body holds an If: the If captures the body's carried value and a value of
+// the outer graph, two levels up.
+constexpr char kNestedGraph[] = R"(graph @g(%x: f32[3], %step: f32[3]) {
+  %m = Constant() {value = tensor<i64[]> [4]}
+  %two = Constant() {value = tensor<i64[]> [2]}
+  %out = Loop(%m, _, %x) {body = graph @body(%i: i64[], %cond: bool[], %acc: f32[3]) {
+    %early = Less(%i, %two)
+    %next = If(%early) {else_branch = graph @else() {
+      %s = Sub(%acc, %step)
+      return %s
+    }, then_branch = graph @then() {
+      %a = Add(%acc, %step)
+      %d = Add(%a, %a)
+      return %d
+    }}
+    return %cond, %next
+  }}
+  return %out
+})";
+
+TEST(LoopKernel, ANestedIfCapturesTheBodysAndTheOuterGraphsValues) {
+  TestTensor x = randomTensor(DType::F32, {3}, 9), step = randomTensor(DType::F32, {3}, 10);
+  RunResult run = runGraph(kNestedGraph, {x, step});
+  std::vector<double> acc(x.values);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      acc[j] = i < 2 ? 2.0 * static_cast<float>(acc[j] + step.values[j]) : acc[j] - step.values[j];
+      acc[j] = static_cast<float>(acc[j]);
+    }
+  }
+  expectNear(run.outputs.at(0), acc, 1e-6, 1e-6, "nested");
+}
+
+TEST(LoopKernel, ControlFlowSurvivesAnOfflineModelRoundTrip) {
+  TestTensor x = randomTensor(DType::F32, {3}, 11), step = randomTensor(DType::F32, {3}, 12);
+  auto model = CompiledModel::build(*parseGraph(kNestedGraph));
+  const std::string file = ::testing::TempDir() + "control_flow_round_trip.eom";
+  model->save(file);
+  auto loaded = CompiledModel::load(file);
+  std::vector<float> xs(x.values.begin(), x.values.end()), steps(step.values.begin(), step.values.end());
+  std::vector<HostTensor> inputs{HostTensor::of(TensorDesc::of(DType::F32, {3}), xs.data()),
+                                 HostTensor::of(TensorDesc::of(DType::F32, {3}), steps.data())};
+  auto expected = model->createContext(), actual = loaded->createContext();
+  const float* a = static_cast<const float*>(expected->run(inputs)[0].data);
+  const float* b = static_cast<const float*>(actual->run(inputs)[0].data);
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(a[j], b[j]) << j;
+  std::remove(file.c_str());
 }
 
 TEST(LoopKernel, UnsupportedLoopsAreRefusedSayingWhy) {
