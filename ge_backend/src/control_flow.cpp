@@ -67,13 +67,8 @@ void setLoopOutputTypes(Node& loop) {
           loop.input(0) ? "known only at run time" : "absent",
           "; the CPU backend plans static shapes, so it needs a constant M for a loop with scan outputs");
   }
-  const bool runs_to_the_end = (!loop.input(1) || isTrueConstant(loop.input(1))) &&
-                               (body.output(0) == body.input(1) || isTrueConstant(body.output(0)));
-  if (!runs_to_the_end) {
-    raise(loop.describe(), ": its condition may end it early, so the length of its scan outputs is known only at ",
-          "run time; the CPU backend plans static shapes and runs loops with scan outputs only when they run ",
-          "exactly M times (condition absent or constant true, and passed through by the body)");
-  }
+  // If the condition may end the loop early, M is an upper bound and the scan outputs'
+  // length a runtime one (data_dependent.h).
   const int64_t trips = *static_cast<const int64_t*>(trip_count->data());
   for (size_t s = 0; s < scanned; ++s) {
     const TensorType& element = typed->output(1 + carried + s)->type();
@@ -85,6 +80,17 @@ void setLoopOutputTypes(Node& loop) {
     loop.output(carried + s)->setType(TensorType(element.dtype, Shape(std::move(dims))));
   }
 }
+
+}  // namespace
+
+bool loopMayEndEarly(const Node& loop) {
+  const Graph& body = *loop.attr("body")->asGraph();
+  const bool runs_to_the_end = (!loop.input(1) || isTrueConstant(loop.input(1))) &&
+                               (body.output(0) == body.input(1) || isTrueConstant(body.output(0)));
+  return !runs_to_the_end;
+}
+
+namespace {
 
 // Sets the output types of loops in `graph` (and in If branches, which share its values)
 // that inference left open; returns whether it set any.
@@ -114,11 +120,18 @@ std::shared_ptr<Plan> subPlan(const KernelBuildContext& context, const Graph& gr
   BuildOptions options;
   options.num_threads = context.maxThreads();
   BuildReport report;
+  std::shared_ptr<Plan> plan;
   try {
-    return buildPlan(graph, inputs, context.device(), options, report);
+    plan = buildPlan(graph, inputs, context.device(), options, report);
   } catch (const Error& error) {
     context.fail("subgraph '", graph.name(), "': ", error.what());
   }
+  if (!plan->runtime_dims.empty()) {
+    context.fail("subgraph '", graph.name(), "' returns a value whose length is known only at run time (output ",
+                 plan->runtime_dims[0].output, "); the CPU backend supports such lengths only in the main graph's ",
+                 "outputs");
+  }
+  return plan;
 }
 
 size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -188,6 +201,7 @@ class LoopKernel final : public Kernel {
     size_t sets[2] = {0, 0};                        // scratch offsets of the two carried sets
     size_t iteration = 0, condition_in = 0, condition_out = 0;
     size_t scratch = 0;
+    bool trips_output = false;  // the scan length is a runtime one: write the trip count
   };
 
   LoopKernel(std::shared_ptr<Plan> body, Layout layout) : body_(std::move(body)), layout_(std::move(layout)) {}
@@ -221,7 +235,8 @@ class LoopKernel final : public Kernel {
     for (size_t k = 0; k < carried; ++k) inputs[2 + k] = args.inputs[2 + k];
     for (size_t c = 0; c < layout_.captured; ++c) inputs[2 + carried + c] = args.inputs[2 + carried + c];
     outputs[0] = condition_out;
-    for (int64_t t = 0; t < trips && keep_going; ++t) {
+    int64_t t = 0;
+    for (; t < trips && keep_going; ++t) {
       *iteration = t;
       *condition_in = keep_going;
       std::byte* next = scratch + layout_.sets[t % 2];
@@ -239,6 +254,7 @@ class LoopKernel final : public Kernel {
     for (size_t k = 0; k < carried; ++k) {
       if (args.outputs[k] != inputs[2 + k]) std::memcpy(args.outputs[k], inputs[2 + k], layout_.carried_bytes[k]);
     }
+    if (layout_.trips_output) *static_cast<int64_t*>(args.outputs[carried + layout_.scan_bytes.size()]) = t;
   }
   std::string name() const override { return "cpu:loop (body " + std::to_string(body_->steps.size()) + " steps)"; }
 
@@ -273,7 +289,9 @@ std::unique_ptr<Kernel> makeLoop(const KernelBuildContext& context) {
     layout.carried_bytes.push_back(context.input(2 + k).byteSize());
     set_bytes += aligned(layout.carried_bytes.back());
   }
-  for (size_t s = 0; s + 1 + layout.carried < returned.size(); ++s) {
+  const size_t scanned = returned.size() - 1 - layout.carried;
+  layout.trips_output = context.numOutputs() == layout.carried + scanned + 1;
+  for (size_t s = 0; s < scanned; ++s) {
     const TensorDesc& element = returned[1 + layout.carried + s];
     const TensorDesc& output = context.output(layout.carried + s);
     std::vector<int64_t> expected = element.dimVector();

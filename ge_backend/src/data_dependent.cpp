@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "control_flow.h"
 #include "plan.h"
 
 namespace estuary::ge {
@@ -29,10 +30,31 @@ int64_t countNonZero(const Tensor& tensor) {
   return count;
 }
 
+// Refuses a runtime-length value used by anything but the graph's outputs.
+void checkOnlyReturned(const Node& node, const Value& value, const char* what) {
+  for (const Use& use : value.uses()) {
+    if (!use.user->isReturn()) {
+      raise(node.describe(), ": ", what, " depends on the values computed at run time; the CPU backend plans ",
+            "every buffer at build time and supports such a length only in a graph output, but ",
+            use.user->describe(), " uses it");
+    }
+  }
+}
+
 }  // namespace
 
 void boundDataDependentOutputs(Graph& graph) {
   for (Node* node : graph.nodes()) {
+    if (node->is("Loop")) {
+      const size_t carried = node->numInputs() - 2;
+      if (node->numOutputs() == carried || !loopMayEndEarly(*node)) continue;
+      for (size_t s = carried; s < node->numOutputs(); ++s) {
+        checkOnlyReturned(*node, *node->output(s), "the length of its scan outputs");
+      }
+      node->setAttr(kRuntimeScansAttr, static_cast<int64_t>(carried));
+      node->addOutput(TensorType(DType::I64, Shape()), "trips");
+      continue;
+    }
     if (!node->is("NonZero") || node->numOutputs() != 1) continue;
     const Value* input = node->input(0);
     Value* output = node->output();
@@ -42,13 +64,7 @@ void boundDataDependentOutputs(Graph& graph) {
       output->setType(TensorType(DType::I64, Shape::ofStatic({rank, countNonZero(*constant)})));
       continue;
     }
-    for (const Use& use : output->uses()) {
-      if (!use.user->isReturn()) {
-        raise(node->describe(), ": its output length depends on the values of its input, known only at run time; ",
-              "the CPU backend plans every buffer at build time and supports such a length only in a graph output, ",
-              "but ", use.user->describe(), " uses it");
-      }
-    }
+    checkOnlyReturned(*node, *output, "its output length");
     int64_t elements = 1;
     for (int64_t dim : dims) elements *= dim;
     output->setType(TensorType(DType::I64, Shape::ofStatic({rank, elements})));
@@ -56,11 +72,17 @@ void boundDataDependentOutputs(Graph& graph) {
   }
 }
 
-Value* runtimeLengthOf(const Value* value) {
+RuntimeLength runtimeLengthOf(const Value* value) {
   const Node* producer = value->producer();
-  return producer && producer->is("NonZero") && producer->numOutputs() == 2 && producer->output(0) == value
-             ? producer->output(1)
-             : nullptr;
+  if (!producer) return {};
+  if (producer->is("NonZero") && producer->numOutputs() == 2 && producer->output(0) == value) {
+    return {producer->output(1), 1};
+  }
+  if (producer->is("Loop") && producer->hasAttr(kRuntimeScansAttr)) {
+    Value* trips = producer->output(producer->numOutputs() - 1);
+    if (value != trips && value->index() >= producer->intAttr(kRuntimeScansAttr, 0)) return {trips, 0};
+  }
+  return {};
 }
 
 }  // namespace estuary::ge

@@ -329,7 +329,9 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
 
   // A runtime length (data_dependent.h) is read after the run: its buffer lives to the end.
   for (size_t k = 0; k < graph.numOutputs(); ++k) {
-    if (Value* length = runtimeLengthOf(graph.output(k))) buffers[root(buffers, buffer_of.at(length))].last = end_step;
+    if (Value* length = runtimeLengthOf(graph.output(k)).length) {
+      buffers[root(buffers, buffer_of.at(length))].last = end_step;
+    }
   }
 
   // Memory: the arena buffers that own their memory.
@@ -350,8 +352,10 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     return buffer < 0 ? Slot{} : buffers[root(buffers, static_cast<size_t>(buffer))].slot;
   };
   for (size_t k = 0; k < graph.numOutputs(); ++k) {
-    if (Value* length = runtimeLengthOf(graph.output(k))) {
-      plan->runtime_dims.push_back({static_cast<uint32_t>(k), 1, slotOf(static_cast<int64_t>(buffer_of.at(length)))});
+    RuntimeLength runtime = runtimeLengthOf(graph.output(k));
+    if (runtime.length) {
+      plan->runtime_dims.push_back(
+          {static_cast<uint32_t>(k), runtime.axis, slotOf(static_cast<int64_t>(buffer_of.at(runtime.length)))});
     }
   }
   for (PendingStep& entry : steps) {

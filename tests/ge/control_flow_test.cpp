@@ -198,19 +198,60 @@ TEST(LoopKernel, ControlFlowSurvivesAnOfflineModelRoundTrip) {
   std::remove(file.c_str());
 }
 
-TEST(LoopKernel, UnsupportedLoopsAreRefusedSayingWhy) {
-  // Scan outputs whose length depends on a condition computed by the body.
-  expectBuildError(R"(graph @g(%v: f32[2]) {
-  %m = Constant() {value = tensor<i64[]> [4]}
+// Scan outputs of a loop its condition may end early: planned at [M, ...], reported at the
+// length each run produced.
+constexpr char kEarlyExitScan[] = R"(graph @g(%v: f32[2], %stop: i64[]) {
+  %m = Constant() {value = tensor<i64[]> [6]}
   %go = Constant() {value = tensor<bool[]> [true]}
   %out, %scan = Loop(%m, %go, %v) {body = graph @body(%i: i64[], %cond: bool[], %value: f32[2]) {
-    %stop = Constant() {value = tensor<i64[]> [2]}
-    %keep = Less(%i, %stop)
-    return %keep, %value, %value
+    %one = Constant() {value = tensor<i64[]> [1]}
+    %next_i = Add(%i, %one)
+    %keep = Less(%next_i, %stop)
+    %twice = Add(%value, %value)
+    return %keep, %twice, %value
+  }}
+  return %out, %scan
+})";
+
+TEST(LoopKernel, ScanOutputsOfALoopThatMayEndEarlyHaveARuntimeLength) {
+  auto model = CompiledModel::build(*parseGraph(kEarlyExitScan));
+  auto context = model->createContext();
+  std::vector<float> v{1.f, -3.f};
+  for (int64_t stop : {3, 1, 10}) {
+    SCOPED_TRACE("stop " + std::to_string(stop));
+    HostTensor inputs[] = {HostTensor::of(TensorDesc::of(DType::F32, {2}), v.data()),
+                           HostTensor::of(TensorDesc::of(DType::I64, {}), &stop)};
+    const auto& outputs = context->run({inputs[0], inputs[1]});
+    const int64_t trips = std::min<int64_t>(std::max<int64_t>(stop, 1), 6);  // the body runs at least once
+    ASSERT_EQ(outputs[1].desc(), TensorDesc::of(DType::F32, {trips, 2}));
+    const float* scan = static_cast<const float*>(outputs[1].data);
+    const float* out = static_cast<const float*>(outputs[0].data);
+    for (int64_t t = 0; t < trips; ++t) {
+      EXPECT_EQ(scan[2 * t], static_cast<float>(1 << t));
+      EXPECT_EQ(scan[2 * t + 1], -3.f * static_cast<float>(1 << t));
+    }
+    EXPECT_EQ(out[0], static_cast<float>(1 << trips));
+  }
+  int64_t stop = 2;
+  EXPECT_EQ(context->outputDescs({HostTensor::of(TensorDesc::of(DType::F32, {2}), v.data()),
+                                  HostTensor::of(TensorDesc::of(DType::I64, {}), &stop)})[1],
+            TensorDesc::of(DType::F32, {6, 2}));  // the upper bound
+}
+
+TEST(LoopKernel, UnsupportedLoopsAreRefusedSayingWhy) {
+  // A runtime-length scan output used by another node.
+  std::string text = kEarlyExitScan;
+  text.replace(text.find("  return %out, %scan"), std::string::npos, "  %n = Neg(%scan)\n  return %out, %n\n}");
+  expectBuildError(text, "the length of its scan outputs depends on the values computed at run time");
+  expectBuildError(text, "(Neg) uses it");
+  // Scan outputs without a constant trip count.
+  expectBuildError(R"(graph @g(%v: f32[2], %m: i64[]) {
+  %out, %scan = Loop(%m, _, %v) {body = graph @body(%i: i64[], %cond: bool[], %value: f32[2]) {
+    return %cond, %value, %value
   }}
   return %out, %scan
 })",
-                   "known only at run time");
+                   "M is known only at run time");
   // A carried value that grows every iteration.
   expectBuildError(R"(graph @g(%v: f32[2]) {
   %m = Constant() {value = tensor<i64[]> [3]}
