@@ -174,9 +174,11 @@ class AttentionKernel final : public Kernel {
                                    args.device},
                         state->scores.get());
 
+    // Optional operands are read only when the node has them (args.inputs has one entry
+    // per node input, and a node may stop after V).
     float* qk_output = num_outputs_ > 3 ? static_cast<float*>(args.outputs[3]) : nullptr;
-    const void* mask = args.inputs[3];
-    const auto* nonpad = static_cast<const int64_t*>(args.inputs[6]);
+    const void* mask = bias_.mask != RowBias::Mask::None ? args.inputs[3] : nullptr;
+    const auto* nonpad = bias_.nonpad ? static_cast<const int64_t*>(args.inputs[6]) : nullptr;
     const int64_t rows = rows_, total = total_;
 #pragma omp parallel for num_threads(args.num_threads) if (rows * total > (1 << 14)) schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
@@ -407,7 +409,7 @@ class RotaryEmbeddingKernel final : public Kernel {
     const T* x = static_cast<const T*>(args.inputs[0]);
     const T* cos_cache = static_cast<const T*>(args.inputs[1]);
     const T* sin_cache = static_cast<const T*>(args.inputs[2]);
-    const auto* positions = static_cast<const int64_t*>(args.inputs[3]);
+    const auto* positions = g_.by_position ? static_cast<const int64_t*>(args.inputs[3]) : nullptr;
     T* y = static_cast<T*>(args.outputs[0]);
     const int64_t tokens = g_.batch * g_.seq;
     std::atomic<int64_t> bad{-1};
