@@ -11,6 +11,7 @@
 
 #include "arguments.h"
 #include "commands.h"
+#include "plugins.h"
 #include "estuary/support/error.h"
 
 namespace estuary::cli {
@@ -122,6 +123,7 @@ int runBench(const std::vector<std::string>& argv) {
           {"batch", "N", "size of each input's leading symbolic dim", ""},
           {"input-shape", "SPEC", "input dims: \"x:8,3,224,224;y:-1,128\" (-1: from --batch or another input)", ""},
           {"threads", "N", "intra-op threads; 0 is one per core", "0"},
+          pluginOption("loading the model: one whose ops it brings"),
           {"warmup", "N", "untimed runs first", "10"},
           {"iterations", "N", "timed runs", "100"},
           {"seed", "N", "seed of the random inputs", "0"},
@@ -137,6 +139,7 @@ int runBench(const std::vector<std::string>& argv) {
 
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("bench", "threads", args.value("threads"), 0, 0));
+  loadPlugins(args);
   // The shapes are the runs' shapes: an IR file is built with its symbolic dims kept.
   OpenedModel opened = openModel(path, options);
   ge::CompiledModel& model = *opened.model;

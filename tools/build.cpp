@@ -7,8 +7,10 @@
 
 #include "arguments.h"
 #include "commands.h"
+#include "plugins.h"
 #include "estuary/ge/offline_model.h"
 #include "estuary/ir/verifier.h"
+#include "estuary/ops/schema.h"
 #include "estuary/serialize/graph_file.h"
 #include "estuary/support/error.h"
 
@@ -150,6 +152,22 @@ InputShapes parseInputShapes(const std::string& text) {
   return shapes;
 }
 
+namespace {
+
+// Ops nothing registered are refused before building (which would otherwise fail only once a
+// plan is made), with a hint: they usually come from a plugin that was not loaded.
+void checkOpsRegistered(const Graph& graph, const std::string& path) {
+  for (const Node* node : graph.nodes()) {
+    if (!OpRegistry::global().find(*node)) {
+      raise(path, ": ", node->describe(), " uses op ", node->qualifiedOpType(),
+            ", which is not registered; if a plugin brings it, load the plugin with --plugin NAME|FILE");
+    }
+    for (const Graph* subgraph : node->subgraphs()) checkOpsRegistered(*subgraph, path);
+  }
+}
+
+}  // namespace
+
 OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, const InputShapes& shapes) {
   // By name too, so that a damaged .eom is refused as one rather than parsed as IR text.
   const std::string extension = ge::kOfflineModelExtension;
@@ -161,6 +179,7 @@ OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, 
   } catch (const Error& error) {
     raise(path, ": the graph is not valid IR:\n", error.what());
   }
+  checkOpsRegistered(*graph, path);
   fixInputShapes(*graph, shapes);
   try {
     return {ge::CompiledModel::build(*graph, options), true};
@@ -181,6 +200,7 @@ int runBuild(const std::vector<std::string>& argv) {
           {"output", "FILE", "where to write the offline model (-o); conventionally *.eom", ""},
           {"input-shape", "SPEC", "fix input dims before building: \"x:1,3,224,224;y:-1,128\" (-1 keeps a dim)", ""},
           {"threads", "N", "intra-op threads the plans are built for; 0 is one per core", "0"},
+          pluginOption("reading the graph: one whose ops it brings"),
           {"kernels", "", "also list the kernel chosen for every step", ""},
           {"quiet", "", "print nothing but errors", ""},
       });
@@ -195,6 +215,7 @@ int runBuild(const std::vector<std::string>& argv) {
   const std::string& input = args.positionals()[0];
   if (ge::isOfflineModelFile(input)) raise(input, ": is an offline model already; 'estuary build' takes an IR file");
 
+  loadPlugins(args);
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("build", "threads", args.value("threads"), 0, 0));
   InputShapes shapes = parseInputShapes(args.value("input-shape").value_or(""));

@@ -2,7 +2,7 @@
 
 #include "commands.h"
 #include "estuary/pass/pipeline.h"
-#include "estuary/plugin/loader.h"
+#include "plugins.h"
 
 namespace estuary::cli {
 
@@ -36,7 +36,7 @@ std::vector<OptionDecl> pipelineOptionDecls(const std::string& default_pipeline)
   return {
       {"pipeline", "NAME|FILE", "pipeline YAML, or the name of one in configs/", default_pipeline},
       {"passes", "LIST", "run this pass list instead, e.g. 'canonicalize,cse,dce'", ""},
-      {"plugin", "NAME|FILE", "load a plugin before the pipeline (repeatable)", "", true},
+      pluginOption("the pipeline"),
       {"disable", "NAMES", "switch passes or groups off (comma-separated)", ""},
       {"switch-file", "FILE", "YAML mapping of pass names to on/off (like ATC's fusion switch file)", ""},
       {"debug", "", "dump the IR before/after each pass and verify after each pass", ""},
@@ -45,7 +45,7 @@ std::vector<OptionDecl> pipelineOptionDecls(const std::string& default_pipeline)
 }
 
 std::unique_ptr<PassManager> passManagerFrom(const Arguments& args, const std::string& default_pipeline) {
-  for (const std::string& plugin : args.values("plugin")) PluginLoader::global().load(plugin, ".");
+  loadPlugins(args);
   Pipeline pipeline = args.value("passes")
                           ? parsePassList(*args.value("passes"))
                           : loadPipelineFile(pipelinePath(args.value("pipeline").value_or(default_pipeline)));

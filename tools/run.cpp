@@ -5,6 +5,7 @@
 
 #include "arguments.h"
 #include "commands.h"
+#include "plugins.h"
 #include "estuary/support/error.h"
 #include "npy.h"
 
@@ -104,6 +105,7 @@ int runRun(const std::vector<std::string>& argv) {
           {"input", "NAME=FILE", "an input from a .npy file (repeatable)", "", true},
           {"inputs", "FILE", "inputs from an .npz archive, by array name (repeatable)", "", true},
           {"threads", "N", "intra-op threads; 0 is one per core", "0"},
+          pluginOption("loading the model: one whose ops it brings"),
           {"compress", "", "deflate the output archive, like np.savez_compressed", ""},
           {"quiet", "", "print nothing but errors", ""},
       });
@@ -119,6 +121,7 @@ int runRun(const std::vector<std::string>& argv) {
 
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("run", "threads", args.value("threads"), 0, 0));
+  loadPlugins(args);
   std::shared_ptr<ge::CompiledModel> model = openModel(path, options).model;
 
   std::map<std::string, GivenInput> given = readInputs(args, *model);

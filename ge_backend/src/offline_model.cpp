@@ -17,6 +17,8 @@
 #include <unordered_map>
 
 #include "estuary/ge/model.h"
+#include "estuary/ops/schema.h"
+#include "estuary/plugin/loader.h"
 #include "estuary/serialize/serialize.h"
 #include "plan.h"
 
@@ -35,8 +37,11 @@ constexpr uint64_t kAlignment = 64;
 // Tensor attributes above this size go to the weights section; smaller ones stay in the graph.
 constexpr size_t kInlineTensorLimit = 1024;
 
-enum Section { kGraph, kWeightTable, kPlanShapes, kWeights, kNumSections };
-constexpr const char* kSectionNames[kNumSections] = {"graph", "weight table", "plan shapes", "weights"};
+// In header order. The file holds the metadata sections in kMetadataSections order, then
+// the weights.
+enum Section { kGraph, kWeightTable, kPlanShapes, kWeights, kPlugins, kNumSections };
+constexpr const char* kSectionNames[kNumSections] = {"graph", "weight table", "plan shapes", "weights", "plugins"};
+constexpr Section kMetadataSections[] = {kGraph, kWeightTable, kPlanShapes, kPlugins};
 
 // Fixed codes, independent of the DType enum's numbering (see offline_model.h).
 constexpr DType kDTypeByCode[] = {DType::Undefined, DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
@@ -62,6 +67,10 @@ class ByteWriter {
   void u32(uint32_t value) { put(&value, sizeof value); }
   void u64(uint64_t value) { put(&value, sizeof value); }
   void i64(int64_t value) { put(&value, sizeof value); }
+  void text(const std::string& value) {
+    u32(static_cast<uint32_t>(value.size()));
+    put(value.data(), value.size());
+  }
   const std::string& bytes() const { return bytes_; }
 
  private:
@@ -77,6 +86,13 @@ class ByteReader {
   uint32_t u32() { return get<uint32_t>(); }
   uint64_t u64() { return get<uint64_t>(); }
   int64_t i64() { return get<int64_t>(); }
+  std::string text() {
+    uint32_t size = u32();
+    if (size > remaining()) fail("a name of ", size, " bytes runs past the end");
+    std::string value(bytes_.substr(position_, size));
+    position_ += size;
+    return value;
+  }
   bool atEnd() const { return position_ == bytes_.size(); }
   size_t remaining() const { return bytes_.size() - position_; }
 
@@ -154,7 +170,30 @@ void forEachTensorAttribute(const Graph& graph, Visit&& visit) {
   }
 }
 
+// Calls `visit(node)` for every node, subgraphs included.
+template <typename Visit>
+void forEachNode(const Graph& graph, Visit&& visit) {
+  for (Node* node : graph.nodes()) {
+    visit(*node);
+    for (Graph* subgraph : node->subgraphs()) forEachNode(*subgraph, visit);
+  }
+}
+
 // --- Writing -----------------------------------------------------------------------------
+
+// The ops of `graph` that loaded plugins registered, each with its plugin's name.
+std::map<std::string, std::string> pluginOps(const Graph& graph) {
+  std::map<std::string, std::string> plugin_of;
+  for (const PluginHandle& plugin : PluginLoader::global().loaded()) {
+    for (const std::string& op : plugin->ops()) plugin_of.emplace(op, plugin->name());
+  }
+  std::map<std::string, std::string> used;
+  forEachNode(graph, [&](const Node& node) {
+    auto it = plugin_of.find(node.qualifiedOpType());
+    if (it != plugin_of.end()) used.insert(*it);
+  });
+  return used;
+}
 
 struct WeightEntry {
   uint64_t ordinal;
@@ -301,6 +340,7 @@ Header checkHeader(const Mapping& file, const std::string& path) {
   header.device = getField(head, kDeviceAt);
   header.isa = getField(head, kIsaAt);
   for (int s = 0; s < kNumSections; ++s) {
+    if (s == kPlugins && version < 2) continue;  // version 1 had no plugins section
     uint64_t offset, size;
     std::memcpy(&offset, head + kSectionsAt + 16 * s, 8);
     std::memcpy(&size, head + kSectionsAt + 16 * s + 8, 8);
@@ -372,6 +412,26 @@ void attachWeights(Graph& graph, const Mapping& file, const Header& header, cons
   for (Placement& placement : placements) placement.node->setAttr(placement.name, std::move(placement.tensor));
 }
 
+// Refuses a model whose ops come from plugins that are not loaded, naming the plugin.
+void checkPlugins(const Graph& graph, std::string_view bytes, const std::string& path) {
+  if (bytes.empty()) return;
+  ByteReader reader(bytes, path, "plugins");
+  std::map<std::string, std::string> plugin_of;
+  for (uint64_t count = reader.count(8); count > 0; --count) {
+    std::string op = reader.text();
+    plugin_of[op] = reader.text();
+  }
+  if (!reader.atEnd()) reader.fail(reader.remaining(), " bytes after the last entry");
+  forEachNode(graph, [&](const Node& node) {
+    if (OpRegistry::global().find(node)) return;
+    auto it = plugin_of.find(node.qualifiedOpType());
+    if (it != plugin_of.end()) {
+      raise(path, ": ", node.describe(), " uses op ", it->first, " from plugin '", it->second,
+            "', which is not loaded; load it first (estuary ... --plugin ", it->second, ")");
+    }
+  });
+}
+
 std::vector<std::vector<TensorDesc>> readPlanShapes(std::string_view bytes, const std::string& path) {
   ByteReader reader(bytes, path, "plan shapes");
   std::vector<std::vector<TensorDesc>> plans(reader.count(4));
@@ -432,10 +492,22 @@ void CompiledModel::save(const std::string& path) const {
     }
   }
 
-  const std::string_view contents[kNumSections - 1] = {graph_bytes, table.bytes(), plan_shapes.bytes()};
+  ByteWriter plugins;
+  const std::map<std::string, std::string> plugin_ops = pluginOps(*graph_);
+  plugins.u64(plugin_ops.size());
+  for (const auto& [op, plugin] : plugin_ops) {
+    plugins.text(op);
+    plugins.text(plugin);
+  }
+
+  std::string_view contents[kNumSections];
+  contents[kGraph] = graph_bytes;
+  contents[kWeightTable] = table.bytes();
+  contents[kPlanShapes] = plan_shapes.bytes();
+  contents[kPlugins] = plugins.bytes();
   uint64_t offsets[kNumSections], sizes[kNumSections];
   uint64_t position = kHeaderSize;
-  for (int s = 0; s < kWeights; ++s) {
+  for (Section s : kMetadataSections) {
     offsets[s] = position;
     sizes[s] = contents[s].size();
     position += sizes[s];
@@ -460,7 +532,7 @@ void CompiledModel::save(const std::string& path) const {
 
   OutputFile file(path);
   file.write(header, sizeof header);
-  for (int s = 0; s < kWeights; ++s) file.write(contents[s].data(), contents[s].size());
+  for (Section s : kMetadataSections) file.write(contents[s].data(), contents[s].size());
   uint64_t written_end = 0;  // weights already written (shared buffers appear once)
   for (const WeightEntry& entry : weights) {
     if (entry.offset + entry.tensor.byteSize() <= written_end) continue;
@@ -482,6 +554,7 @@ std::shared_ptr<CompiledModel> CompiledModel::load(const std::string& path, cons
           device.isa(), "; rebuild the model here with 'estuary build'");
   }
   std::unique_ptr<Graph> graph = loadGraphFromBytes(header.sections[kGraph], path);
+  checkPlugins(*graph, header.sections[kPlugins], path);
   size_t weight_bytes = 0;
   attachWeights(*graph, file, header, path, weight_bytes);
   std::vector<std::vector<TensorDesc>> plan_shapes = readPlanShapes(header.sections[kPlanShapes], path);

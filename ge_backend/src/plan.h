@@ -29,10 +29,19 @@ struct Step {
   std::string label;  // "node 'conv1' (Conv) -> onednn:conv"
 };
 
+// A graph output planned at an upper bound (data_dependent.h): its actual length along
+// `axis` is the i64 the producing kernel writes at `count`.
+struct RuntimeDim {
+  uint32_t output = 0;
+  int axis = 0;
+  Slot count;
+};
+
 class Plan {
  public:
   std::vector<TensorDesc> input_descs;
-  std::vector<TensorDesc> output_descs;
+  std::vector<TensorDesc> output_descs;  // upper bounds where runtime_dims say so
+  std::vector<RuntimeDim> runtime_dims;
   std::vector<Step> steps;
   std::vector<Slot> slots;
   size_t arena_bytes = 0;
@@ -40,6 +49,31 @@ class Plan {
   // The concrete graph the steps were made from; it owns folded constants the slots point at.
   std::unique_ptr<Graph> graph;
 };
+
+// One run context's state for a plan: each step's kernel state and the argument pointer
+// table. Made once per context and plan (the constructor allocates); place() and execute()
+// allocate nothing.
+class PlanState {
+ public:
+  explicit PlanState(const Plan& plan);
+  // Points the arena slots into `arena` (Plan::arena_bytes, 64-byte aligned).
+  void place(std::byte* arena);
+  std::byte* arena() const { return arena_; }
+  // The actual output descs of the last execute(): output_descs with the runtime dims in.
+  void producedDescs(std::vector<TensorDesc>& descs) const;
+  // Points the input and output slots at `inputs` / `outputs` (in graph order) and runs
+  // the steps.
+  void execute(const void* const* inputs, void* const* outputs, int threads, DeviceRunState* device);
+
+ private:
+  const Plan& plan_;
+  std::byte* arena_ = nullptr;
+  std::vector<std::unique_ptr<KernelState>> kernel_states_;
+  std::vector<void*> pointers_;  // one per plan argument slot
+};
+
+// The constant a value holds when a Constant node produces it, else nullptr.
+const Tensor* constantOf(const Value* value);
 
 // Specializes the shape-generic `graph` to `inputs`, folds what became constant, selects a
 // kernel per node and plans memory.

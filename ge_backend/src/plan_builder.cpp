@@ -9,11 +9,18 @@
 #include "estuary/transforms/canonicalize.h"
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
-#include "estuary/transforms/shape_inference.h"
+#include "control_flow.h"
+#include "data_dependent.h"
 #include "cpu/epilogue_fusion.h"
 #include "plan.h"
 
 namespace estuary::ge {
+
+const Tensor* constantOf(const Value* value) {
+  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
+  const Attribute* attr = value->producer()->attr("value");
+  return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
+}
 
 std::string shapeSignature(const std::vector<TensorDesc>& inputs) {
   std::string key;
@@ -55,12 +62,6 @@ std::vector<TensorDesc> descsOf(const std::vector<Value*>& values, const Node& n
     descs.push_back(TensorDesc::of(value->type()));
   }
   return descs;
-}
-
-const Tensor* constantOf(const Value* value) {
-  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
-  const Attribute* attr = value->producer()->attr("value");
-  return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
 }
 
 KernelBuildContext contextFor(const Node& node, const Device& device, int threads) {
@@ -167,16 +168,12 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     graph.input(i)->setType(TensorType(inputs[i].dtype, Shape::ofStatic(inputs[i].dimVector())));
   }
   for (Node* node : graph.nodes()) {
-    if (node->is("If") || node->is("Loop") || node->is("Scan")) {
-      raise(node->describe(), ": the CPU backend does not run control flow yet");
-    }
     if (!node->is("Constant")) {
       for (Value* output : node->outputs()) output->setType(TensorType());
     }
   }
-  ShapeInferenceOptions strict;
-  strict.strict = true;
-  inferShapes(graph, OpRegistry::global(), strict);
+  inferWithControlFlow(graph);
+  boundDataDependentOutputs(graph);
   report.folded_constants = foldConstants(graph, device);
   canonicalize(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
@@ -190,6 +187,8 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
       }
     });
   }
+
+  makeCapturesExplicit(graph);
 
   // Steps are the nodes in list order (topological); a value's last use is the last step
   // reading it, and graph outputs and updates live to the end.
@@ -328,6 +327,13 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     }
   }
 
+  // A runtime length (data_dependent.h) is read after the run: its buffer lives to the end.
+  for (size_t k = 0; k < graph.numOutputs(); ++k) {
+    if (Value* length = runtimeLengthOf(graph.output(k)).length) {
+      buffers[root(buffers, buffer_of.at(length))].last = end_step;
+    }
+  }
+
   // Memory: the arena buffers that own their memory.
   std::vector<BufferLifetime> lifetimes;
   std::vector<size_t> arena_buffers;
@@ -345,6 +351,13 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   auto slotOf = [&](int64_t buffer) {
     return buffer < 0 ? Slot{} : buffers[root(buffers, static_cast<size_t>(buffer))].slot;
   };
+  for (size_t k = 0; k < graph.numOutputs(); ++k) {
+    RuntimeLength runtime = runtimeLengthOf(graph.output(k));
+    if (runtime.length) {
+      plan->runtime_dims.push_back(
+          {static_cast<uint32_t>(k), runtime.axis, slotOf(static_cast<int64_t>(buffer_of.at(runtime.length)))});
+    }
+  }
   for (PendingStep& entry : steps) {
     Step step;
     step.kernel = std::move(entry.kernel);

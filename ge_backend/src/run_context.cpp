@@ -28,36 +28,58 @@ void RunContext::bind(const std::vector<HostTensor>& inputs) {
     if (!arena_) raise("out of memory allocating a ", plan_->arena_bytes, "-byte arena");
     arena_bytes_ = plan_->arena_bytes;
   }
-  kernel_states_.clear();
-  for (const Step& step : plan_->steps) kernel_states_.push_back(step.kernel->createState());
-  pointers_.assign(plan_->slots.size(), nullptr);
-  auto* arena = static_cast<std::byte*>(arena_);
-  for (size_t i = 0; i < plan_->slots.size(); ++i) {
-    const Slot& slot = plan_->slots[i];
-    if (slot.kind == Slot::Kind::Arena) pointers_[i] = arena + slot.offset;
-    if (slot.kind == Slot::Kind::Constant) pointers_[i] = const_cast<void*>(slot.constant);
-  }
+  plan_state_ = std::make_unique<PlanState>(*plan_);
+  plan_state_->place(static_cast<std::byte*>(arena_));
   owned_outputs_.assign(plan_->output_descs.size(), {});
   output_views_.clear();
   for (const TensorDesc& desc : plan_->output_descs) output_views_.push_back(HostTensor::of(desc, nullptr));
+  produced_descs_ = plan_->output_descs;
 }
 
-void RunContext::execute(const std::vector<HostTensor>& inputs, void* const* outputs) {
-  const Plan& plan = *plan_;
+PlanState::PlanState(const Plan& plan) : plan_(plan), pointers_(plan.slots.size(), nullptr) {
+  for (const Step& step : plan.steps) kernel_states_.push_back(step.kernel->createState());
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     const Slot& slot = plan.slots[i];
-    if (slot.kind == Slot::Kind::Input) pointers_[i] = inputs[slot.index].data;
+    if (slot.kind == Slot::Kind::Constant) pointers_[i] = const_cast<void*>(slot.constant);
+  }
+}
+
+void PlanState::place(std::byte* arena) {
+  arena_ = arena;
+  for (size_t i = 0; i < plan_.slots.size(); ++i) {
+    if (plan_.slots[i].kind == Slot::Kind::Arena) pointers_[i] = arena + plan_.slots[i].offset;
+  }
+}
+
+void PlanState::execute(const void* const* inputs, void* const* outputs, int threads, DeviceRunState* device) {
+  const Plan& plan = plan_;
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const Slot& slot = plan.slots[i];
+    if (slot.kind == Slot::Kind::Input) pointers_[i] = const_cast<void*>(inputs[slot.index]);
     if (slot.kind == Slot::Kind::Output) pointers_[i] = outputs[slot.index];
   }
-  int threads = model_->numThreads();
-  omp_set_num_threads(threads);
-  auto* arena = static_cast<std::byte*>(arena_);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     void* const* slots = pointers_.data() + step.first_slot;
-    KernelArgs args{slots, slots + step.num_inputs, arena + step.scratch_offset, threads, device_state_.get()};
+    KernelArgs args{slots, slots + step.num_inputs, arena_ + step.scratch_offset, threads, device};
     step.kernel->run(args, kernel_states_[s].get());
   }
+}
+
+void PlanState::producedDescs(std::vector<TensorDesc>& descs) const {
+  descs.assign(plan_.output_descs.begin(), plan_.output_descs.end());
+  for (const RuntimeDim& runtime : plan_.runtime_dims) {
+    descs[runtime.output].dims[runtime.axis] = *reinterpret_cast<const int64_t*>(arena_ + runtime.count.offset);
+  }
+}
+
+void RunContext::execute(const std::vector<HostTensor>& inputs, void* const* outputs) {
+  input_pointers_.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) input_pointers_[i] = inputs[i].data;
+  int threads = model_->numThreads();
+  omp_set_num_threads(threads);
+  plan_state_->execute(input_pointers_.data(), outputs, threads, device_state_.get());
+  if (!plan_->runtime_dims.empty()) plan_state_->producedDescs(produced_descs_);
 }
 
 const std::vector<HostTensor>& RunContext::run(const std::vector<HostTensor>& inputs) {
@@ -71,6 +93,9 @@ const std::vector<HostTensor>& RunContext::run(const std::vector<HostTensor>& in
   output_pointers_.resize(output_views_.size());
   for (size_t k = 0; k < output_views_.size(); ++k) output_pointers_[k] = output_views_[k].data;
   execute(inputs, output_pointers_.data());
+  for (const RuntimeDim& runtime : plan_->runtime_dims) {
+    output_views_[runtime.output].dims[runtime.axis] = produced_descs_[runtime.output].dims[runtime.axis];
+  }
   return output_views_;
 }
 

@@ -109,6 +109,14 @@ class Model {
       py::gil_scoped_release release;
       context_->run(tensors, outputs);
     }
+    // An output of data-dependent length (NonZero) was allocated at its upper bound; its
+    // values sit compactly at the start, so the result is a view of that prefix.
+    const std::vector<ge::TensorDesc>& produced = context_->producedOutputDescs();
+    for (size_t k = 0; k < descs.size(); ++k) {
+      if (produced[k] == descs[k]) continue;
+      py::array flat = results[k].cast<py::array>().attr("reshape")(-1);
+      results[k] = flat[py::slice(0, produced[k].numElements(), 1)].attr("reshape")(py::cast(produced[k].dimVector()));
+    }
     return results;
   }
 

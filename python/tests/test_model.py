@@ -50,6 +50,17 @@ def test_errors_name_the_input():
         model.run({"x": np.ones((2, 4), np.float32), "b": np.ones(3, np.float32)})
 
 
+def test_nonzero_output_has_the_length_of_each_run():
+    model = estuary.Model(estuary.Graph.parse("""graph @g(%x: i32[2,3]) {
+  %y = NonZero(%x)
+  return %y
+}
+"""))
+    for x in (np.array([[0, 7, 0], [5, 0, 9]], np.int32), np.zeros((2, 3), np.int32)):
+        (y,) = model.run({"x": x})
+        np.testing.assert_array_equal(y, np.stack(np.nonzero(x)))
+
+
 def test_graph_optimize_and_text(tmp_path):
     graph = estuary.Graph.parse("""graph @g(%x: f32[4]) {
   %i = Identity(%x) : f32[4]

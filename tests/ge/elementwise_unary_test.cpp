@@ -214,6 +214,13 @@ TEST(ElementwiseUnary, ClipBoundsAreOptionalRuntimeScalars) {
               {kNaN, -1, 1}, 0, "Clip special");
 }
 
+// The cubic of the tanh form overflows f32 for huge x; the result must still be x (or 0).
+TEST(ElementwiseUnary, GeluTanhOfHugeInputsIsTheIdentityOrZero) {
+  const double big = 3.4028234663852886e38;  // FLT_MAX
+  Data x = dataOf(DType::F32, {4}, {big, -big, 1e30, -1e30});
+  expectClose(runNode("Gelu {approximate = \"tanh\"}", {x}).outputs[0], {big, -0.0, 1e30, -0.0}, 0, "Gelu tanh");
+}
+
 TEST(ElementwiseUnary, GeluRefusesAnUnknownApproximation) {
   try {
     runNode("Gelu {approximate = \"fast\"}", {randomData(DType::F32, {4}, -1, 1)});

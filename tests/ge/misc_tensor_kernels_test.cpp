@@ -173,22 +173,57 @@ TEST(NonZeroKernels, ConstantInputGivesCoordinates) {
   expectEqual(out[0], tensorOf(DType::I64, {2, 3}, {0, 1, 1, 1, 0, 2}), "coordinates");
 }
 
-TEST(NonZeroKernels, DataDependentShapesAreRefused) {
-  TestTensor x = tensorOf(DType::F32, {2, 3}, {0, 1.5, 0, -2, 0, 3});
-  // The factory explains itself when it sees a non-constant input...
-  try {
-    runKernelDirectly("graph @g(%x: f32[2,3]) {\n  %y = NonZero(%x)\n  return %y\n}", {x}, {false},
-                      {TestTensor{DType::I64, {2, 3}, {}}});
-    FAIL() << "no error";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("node #0 (NonZero): the output shape of NonZero depends on the values of its "
-                                             "input"),
-              std::string::npos)
-        << error.what();
+TEST(NonZeroKernels, AConstantInputIsFoldedToItsExactShape) {
+  TestTensor x = tensorOf(DType::F32, {2, 3}, {0, 1.5, 0, -2, -0.0, 3});
+  auto model = CompiledModel::build(*parseGraph(graphText({}, constantLine("x", x) + "  %y = NonZero(%x)\n", "%y")));
+  auto context = model->createContext();
+  const auto& outputs = context->run({});
+  ASSERT_EQ(outputs[0].desc(), TensorDesc::of(DType::I64, {2, 3}));
+  const auto* y = static_cast<const int64_t*>(outputs[0].data);
+  EXPECT_EQ(std::vector<int64_t>(y, y + 6), (std::vector<int64_t>{0, 1, 1, 1, 0, 2}));
+}
+
+// On a graph input, the output is planned at [rank, elements] and each run reports its
+// actual length.
+TEST(NonZeroKernels, ARuntimeInputGivesARuntimeLengthOutput) {
+  auto model = CompiledModel::build(*parseGraph("graph @g(%x: i32[2,3]) {\n  %y = NonZero(%x)\n  return %y\n}"));
+  auto context = model->createContext();
+  std::vector<int32_t> x{0, 7, 0, 5, 0, 9};
+  HostTensor input = HostTensor::of(TensorDesc::of(DType::I32, {2, 3}), x.data());
+  EXPECT_EQ(context->outputDescs({input})[0], TensorDesc::of(DType::I64, {2, 6}));  // the upper bound
+  for (int round = 0; round < 3; ++round) {
+    if (round == 1) x = {1, 0, 0, 0, 0, 0};
+    if (round == 2) x = {0, 0, 0, 0, 0, 0};
+    const auto& outputs = context->run({input});
+    std::vector<int64_t> expected;
+    for (int d = 0; d < 2; ++d) {
+      for (int i = 0; i < 6; ++i) {
+        if (x[i] != 0) expected.push_back(d == 0 ? i / 3 : i % 3);
+      }
+    }
+    const int64_t count = static_cast<int64_t>(expected.size()) / 2;
+    ASSERT_EQ(outputs[0].desc(), TensorDesc::of(DType::I64, {2, count})) << "round " << round;
+    EXPECT_EQ(context->producedOutputDescs()[0], outputs[0].desc());
+    const auto* y = static_cast<const int64_t*>(outputs[0].data);
+    EXPECT_EQ(std::vector<int64_t>(y, y + 2 * count), expected) << "round " << round;
   }
-  // ...and a graph with NonZero on an input stops at planning, naming the node.
-  std::string message = errorOf(graphText({{"x", &x}}, "  %y = NonZero(%x)\n", "%y"), {x});
-  EXPECT_NE(message.find("(NonZero)"), std::string::npos) << message;
+  // Into a caller's buffer of the upper bound: the indices sit compactly at its start.
+  x = {0, 0, 4, 0, 0, 0};
+  std::vector<int64_t> buffer(12, -1);
+  context->run({input}, {HostTensor::of(TensorDesc::of(DType::I64, {2, 6}), buffer.data())});
+  EXPECT_EQ(context->producedOutputDescs()[0], TensorDesc::of(DType::I64, {2, 1}));
+  EXPECT_EQ(buffer[0], 0);
+  EXPECT_EQ(buffer[1], 2);
+}
+
+TEST(NonZeroKernels, ARuntimeLengthFeedingAnotherNodeIsRefused) {
+  TestTensor x = tensorOf(DType::F32, {2, 3}, {0, 1.5, 0, -2, 0, 3});
+  std::string message = errorOf(graphText({{"x", &x}}, "  %y = NonZero(%x)\n  %t = Transpose(%y)\n", "%t"), {x});
+  EXPECT_NE(message.find("node #0 (NonZero): its output length depends on the values computed at run time; the CPU "
+                         "backend plans every buffer at build time"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("(Transpose) uses it"), std::string::npos) << message;
 }
 
 }  // namespace

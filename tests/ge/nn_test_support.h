@@ -71,6 +71,7 @@ inline std::vector<std::byte> encode(const TestTensor& tensor) {
       case DType::I32: put(static_cast<int32_t>(v)); break;
       case DType::I64: put(static_cast<int64_t>(v)); break;
       case DType::U8: put(static_cast<uint8_t>(v)); break;
+      case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
       default: ADD_FAILURE() << "cannot encode " << dtypeName(tensor.dtype);
     }
   }
@@ -96,7 +97,8 @@ inline double decodeOne(DType dtype, const void* data, size_t i) {
     case DType::I16: return get(int16_t{});
     case DType::I32: return get(int32_t{});
     case DType::I64: return static_cast<double>(get(int64_t{}));
-    case DType::U8: return get(uint8_t{});
+    case DType::U8:
+    case DType::Bool: return get(uint8_t{});
     default: return NAN;
   }
 }
@@ -180,7 +182,8 @@ inline void expectNear(const TestTensor& actual, const std::vector<double>& expe
   for (size_t i = 0; i < expected.size(); ++i) {
     const double tolerance = atol + rtol * std::fabs(expected[i]);
     const bool same_nan = std::isnan(expected[i]) && std::isnan(actual.values[i]);
-    if (!same_nan && !(std::fabs(actual.values[i] - expected[i]) <= tolerance)) {
+    const bool same_infinity = std::isinf(expected[i]) && actual.values[i] == expected[i];
+    if (!same_nan && !same_infinity && !(std::fabs(actual.values[i] - expected[i]) <= tolerance)) {
       if (++misses <= 5) {
         ADD_FAILURE() << what << ": element " << i << " is " << actual.values[i] << ", expected " << expected[i]
                       << " (tolerance " << tolerance << ")";

@@ -1,5 +1,6 @@
 #include "cpu/cpu_device.h"
 
+#include "control_flow.h"
 #include "cpu/epilogue_fusion.h"
 
 #include "estuary/plugin/extensions.h"
@@ -39,6 +40,7 @@ KernelRegistry& KernelRegistry::global() {
     cpu::registerTensorKernels(*kernels);
     cpu::registerFusedOpSchemas(OpRegistry::global());
     cpu::registerFusedKernels(*kernels);
+    registerControlFlowKernels(*kernels);
     return kernels;
   }();
   // Offered to plugins once the built-in kernels are in, so a plugin's kernel takes precedence.

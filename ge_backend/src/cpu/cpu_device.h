@@ -33,7 +33,7 @@ inline dnnl::stream& streamOf(const KernelArgs& args) { return static_cast<CpuRu
 
 // Kernel families, one file each under src/cpu/, called by KernelRegistry::global().
 void registerElementwiseKernels(KernelRegistry& registry);
-void registerNnKernels(KernelRegistry& registry);  // conv, matmul, pooling, normalization, softmax
+void registerNnKernels(KernelRegistry& registry);  // conv, matmul, pooling, normalization, softmax, attention
 void registerTensorKernels(KernelRegistry& registry);  // tensor_kernels.h: shape, indexing, reductions
 
 }  // namespace estuary::ge::cpu

@@ -5,6 +5,7 @@
 
 #include "cpu/post_ops.h"
 #include "estuary/ge/kernel.h"
+#include "plan.h"
 
 namespace estuary::ge::cpu {
 
@@ -29,12 +30,6 @@ const BaseOp* baseOf(const Node& node) {
     if (node.is(base.op) || node.is(base.fused, "estuary")) return &base;
   }
   return nullptr;
-}
-
-const Tensor* constantOf(const Value* value) {
-  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
-  const Attribute* attr = value->producer()->attr("value");
-  return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
 }
 
 // The output type of the base op applied to the fused node's first inputs, from the base
@@ -89,10 +84,26 @@ Node* nextInChain(const Value* current, int channel_axis) {
     bool bias = isChannelVector(other, current, channel_axis);
     return (same_shape || bias) && other->dtype() == current->dtype() ? user : nullptr;
   }
-  return activationSteps(*user).empty() ? nullptr : user;
+  return fusesExactly(*user) ? user : nullptr;
 }
 
 }  // namespace
+
+bool fusesExactly(const Node& node) {
+  // Measured with oneDNN 2.6 (tests/ge/epilogue_accuracy_test.cpp prints the table): these
+  // post-ops match the unfused kernels bit for bit (the unfused kernels of these ops are
+  // oneDNN's eltwise primitive itself). The others stay separate nodes: relu maps NaN to 0
+  // and clip (Clip, HardSigmoid) to its lower bound; elu computes e^x - 1 and returns 0 for
+  // tiny negative x; gelu (both forms), soft_relu and mish are 0 or wrong by orders of
+  // magnitude in the negative tail (x < -5, where the true value is ~1e-7); exp maps NaN to
+  // inf and flushes denormal results; log is off by 15 for denormal inputs.
+  static const char* const kExact[] = {"LeakyRelu", "Sigmoid", "Tanh", "HardSwish", "Abs", "Sqrt"};
+  if (activationSteps(node).empty()) return false;
+  for (const char* op : kExact) {
+    if (node.is(op)) return true;
+  }
+  return false;
+}
 
 void registerFusedOpSchemas(OpRegistry& registry) {
   for (const BaseOp& base : kBaseOps) {

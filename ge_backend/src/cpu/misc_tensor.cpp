@@ -447,46 +447,54 @@ class TopKKernel final : public Kernel {
 
 // ---- NonZero ---------------------------------------------------------------------------------
 
-// NonZero's output shape depends on the values of its input. The plan is static (every
-// buffer is sized at build time), so only a constant input is supported: the build then
-// evaluates the node once, by constant folding.
+// NonZero's output shape depends on the values of its input (see data_dependent.h). With a
+// constant input the build knows the count and folds the node. Otherwise the output is
+// planned at [rank, elements] and a second output receives the count: the indices are
+// written as [rank, count] at the start of the buffer. One pass counts, one writes.
 template <typename S>
 class NonZeroKernel final : public Kernel {
  public:
   explicit NonZeroKernel(const KernelBuildContext& context)
-      : node_(context.node().describe()), in_(context.input(0)), count_(context.output(0).dims[1]) {}
+      : node_(context.node().describe()), in_(context.input(0)), planned_(context.output(0).dims[1]),
+        runtime_count_(context.numOutputs() == 2) {}
 
   void run(const KernelArgs& args, KernelState*) const override {
     const S* x = static_cast<const S*>(args.inputs[0]);
     const int64_t total = in_.numElements();
     int64_t count = 0;
+#pragma omp simd reduction(+ : count)
     for (int64_t i = 0; i < total; ++i) count += loadAs(x[i]) != ComputeOf<S>(0);
-    if (count != count_) raise(node_, ": the input has ", count, " non-zero elements, the output was planned for ", count_);
+    if (runtime_count_) {
+      *static_cast<int64_t*>(args.outputs[1]) = count;
+    } else if (count != planned_) {
+      raise(node_, ": the input has ", count, " non-zero elements, the output was planned for ", planned_);
+    }
     auto* out = static_cast<int64_t*>(args.outputs[0]);
     const std::array<int64_t, kMaxRank> strides = stridesOf(in_);
     int64_t column = 0;
     for (int64_t i = 0; i < total; ++i) {
       if (loadAs(x[i]) == ComputeOf<S>(0)) continue;
-      for (int d = 0; d < in_.rank; ++d) out[d * count_ + column] = (i / strides[d]) % in_.dims[d];
+      for (int d = 0; d < in_.rank; ++d) out[d * count + column] = (i / strides[d]) % in_.dims[d];
       ++column;
     }
   }
-  std::string name() const override { return "cpu:nonzero"; }
+  std::string name() const override { return runtime_count_ ? "cpu:nonzero (runtime count)" : "cpu:nonzero"; }
 
  private:
   std::string node_;
   TensorDesc in_;
-  int64_t count_;
+  int64_t planned_;
+  bool runtime_count_;
 };
 
 std::unique_ptr<Kernel> nonZero(const KernelBuildContext& context) {
-  if (!context.constantInput(0)) {
-    context.fail("the output shape of NonZero depends on the values of its input, which are known only at run "
-                 "time; the CPU backend plans every buffer at build time and runs NonZero only on constant inputs");
-  }
   const TensorDesc& out = context.output(0);
   if (out.rank != 2 || out.dims[0] != context.input(0).rank) {
     context.fail("output ", out.str(), " is not [rank, count] for input ", context.input(0).str());
+  }
+  if (context.numOutputs() == 2 && out.dims[1] != context.input(0).numElements()) {
+    context.fail("output ", out.str(), " with a runtime count must be planned for every element of ",
+                 context.input(0).str());
   }
   std::unique_ptr<Kernel> kernel;
   dispatchAll(context.input(0).dtype, [&](auto element) {

@@ -10,5 +10,6 @@ void registerConvKernels(KernelRegistry& registry);          // Conv, ConvTransp
 void registerPoolingKernels(KernelRegistry& registry);       // MaxPool, AveragePool, Global*Pool
 void registerNormalizationKernels(KernelRegistry& registry); // Batch/Instance/Group/Layer/RMS
 void registerSoftmaxKernels(KernelRegistry& registry);       // Softmax, LogSoftmax, Hardmax
+void registerAttentionKernels(KernelRegistry& registry);     // Attention, RotaryEmbedding
 
 }  // namespace estuary::ge::cpu

@@ -259,6 +259,7 @@ void registerNnKernels(KernelRegistry& registry) {
   registerPoolingKernels(registry);
   registerNormalizationKernels(registry);
   registerSoftmaxKernels(registry);
+  registerAttentionKernels(registry);
 }
 
 }  // namespace estuary::ge::cpu

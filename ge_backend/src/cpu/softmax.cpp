@@ -50,31 +50,10 @@ std::unique_ptr<Kernel> onednnSoftmax(const KernelBuildContext& context, int64_t
   }
 }
 
-// exp for f32 in a form the compiler vectorizes: exp(x) = 2^k exp(r) with k = round(x /
-// ln 2) and |r| <= ln 2 / 2, exp(r) by its degree-6 Taylor polynomial (truncation error
-// below 7e-8 relative: about 1 ulp). Inputs are clamped to where 2^k stays a normal float.
-inline float vectorExp(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  const float k = std::nearbyint(x * 1.44269504088896341f);
-  float r = std::fma(k, -0.693359375f, x);  // ln 2 split in two for an exact product
-  r = std::fma(k, 2.12194440e-4f, r);
-  float p = 1.f / 720.f;
-  p = std::fma(p, r, 1.f / 120.f);
-  p = std::fma(p, r, 1.f / 24.f);
-  p = std::fma(p, r, 1.f / 6.f);
-  p = std::fma(p, r, 0.5f);
-  p = std::fma(p, r, 1.f);
-  p = std::fma(p, r, 1.f);
-  const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
 template <typename Acc>
 inline Acc expOf(Acc x) {
   if constexpr (std::is_same_v<Acc, float>) {
-    return vectorExp(x);
+    return expF32(x);
   } else {
     return std::exp(x);
   }

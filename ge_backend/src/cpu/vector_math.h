@@ -10,6 +10,7 @@
 //
 // Special values follow C's <math.h>: NaN propagates, exp(-inf) = 0, log(0) = -inf, log of a
 // negative number is NaN, tanh(+-inf) = +-1, and so on.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -308,7 +309,9 @@ inline float geluErf(float x) {
 // amplified in the tails. Within 4 ulp.
 inline float geluTanh(float x) {
   double xd = x;
-  double two_u = 1.5957691216057307 * std::fma(0.044715 * xd, xd * xd, xd);
+  // Past |2u| = 200 sigmoid is 0 or 1 in f32; clamping keeps hi finite for huge x (at
+  // FLT_MAX, hi would be inf and hi + lo NaN).
+  double two_u = std::clamp(1.5957691216057307 * std::fma(0.044715 * xd, xd * xd, xd), -200.0, 200.0);
   float hi = static_cast<float>(two_u);
   return x * sigmoid(hi, static_cast<float>(two_u - hi));
 }

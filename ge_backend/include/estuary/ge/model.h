@@ -69,6 +69,7 @@ struct IoInfo {
 };
 
 class Plan;
+class PlanState;
 class RunContext;
 
 class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
@@ -117,12 +118,18 @@ class RunContext {
  public:
   ~RunContext();
   // Runs with `inputs` in graph input order. Outputs go into the context's own buffers,
-  // valid until the next run; returns their descriptions and pointers.
+  // valid until the next run; returns their descriptions and pointers. An output whose
+  // length depends on the data (NonZero) comes back with its actual dims.
   const std::vector<HostTensor>& run(const std::vector<HostTensor>& inputs);
   // Runs writing outputs into caller buffers, whose descs must match outputDescs(inputs).
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs);
-  // The output descs a run with these inputs produces (builds the plan if needed).
+  // The output descs a run with these inputs produces (builds the plan if needed). An
+  // output whose length depends on the data (NonZero) has its upper bound here: buffers of
+  // these descs fit any run.
   std::vector<TensorDesc> outputDescs(const std::vector<HostTensor>& inputs);
+  // The actual output descs of the last run: outputDescs() with data-dependent lengths as
+  // the run produced them (the data sits compactly at the start of each buffer).
+  const std::vector<TensorDesc>& producedOutputDescs() const { return produced_descs_; }
   // By name, for convenience (allocates).
   std::map<std::string, HostTensor> runNamed(const std::map<std::string, HostTensor>& inputs);
 
@@ -135,13 +142,14 @@ class RunContext {
   std::shared_ptr<const CompiledModel> model_;
   std::unique_ptr<DeviceRunState> device_state_;
   std::shared_ptr<const Plan> plan_;
-  std::vector<std::unique_ptr<KernelState>> kernel_states_;
+  std::unique_ptr<PlanState> plan_state_;
   void* arena_ = nullptr;
   size_t arena_bytes_ = 0;
-  std::vector<void*> pointers_;   // one per plan argument slot
+  std::vector<const void*> input_pointers_;
   std::vector<TensorDesc> input_descs_;
   std::vector<std::vector<std::byte>> owned_outputs_;
   std::vector<HostTensor> output_views_;
+  std::vector<TensorDesc> produced_descs_;
   std::vector<void*> output_pointers_;
 };
 

@@ -12,9 +12,10 @@
 //     56   char[32] device ISA, e.g. "avx512_core_amx", NUL-padded
 //     88   char[32] Estuary version that wrote the file, NUL-padded
 //     120  u64 reserved, zero
-//     128  four sections, each u64 offset and u64 size in bytes:
-//            graph, weight table, plan shapes, weights
-//     192  reserved up to 256, zero
+//     128  five sections, each u64 offset and u64 size in bytes:
+//            graph, weight table, plan shapes, weights, plugins (version 2 on; the file
+//            holds them in the order graph, weight table, plan shapes, plugins, weights)
+//     208  reserved up to 256, zero
 //   graph         the lowered graph in core's serialized form (saveGraphToBytes); tensor
 //                 attributes larger than 1 KiB are zero-element placeholders there and their
 //                 bytes live in the weights section
@@ -25,6 +26,9 @@
 //   plan shapes   u64 count, then per prebuilt plan: u32 input count, per input u32 dtype code,
 //                 u32 rank, i64 dims[rank]; load() rebuilds these plans, choosing kernels for
 //                 the loading machine
+//   plugins       u64 count, then per op that a plugin registered: u32 length and the op's
+//                 qualified name, u32 length and the plugin's name; load() names the plugin
+//                 when one of these ops is unknown
 //   weights       at a 64-byte aligned file offset, each tensor 64-byte aligned within; load()
 //                 maps the file and wraps these bytes without copying them
 //
@@ -34,7 +38,7 @@
 
 namespace estuary::ge {
 
-inline constexpr uint32_t kOfflineModelFormatVersion = 1;
+inline constexpr uint32_t kOfflineModelFormatVersion = 2;
 inline constexpr char kOfflineModelExtension[] = ".eom";
 
 // True when `path` names a readable file that starts with the offline model magic.

@@ -1,0 +1,535 @@
+// Attention (ONNX opset 23, plus what the schema adds from later opsets: nonpad_kv_seqlen
+// and sliding windows) and RotaryEmbedding (opset 23).
+//
+// Attention computes in f32; f16/bf16 tensors go through buildPreferringF32's conversion.
+// A run is two oneDNN matmul primitives with one vectorized pass over the score rows
+// between them:
+//   1. present K/V: past and new keys/values written head-major into present_key /
+//      present_value (or into scratch when the node does not output them). Without a past
+//      and without present outputs, K and V are read where they are;
+//   2. scores S = scale * Q K^T for all heads in one batched matmul. Grouped-query attention
+//      needs no copies: Q is seen as [B, Hkv, group, Sq, D] and K^T as [B, Hkv, 1, D, T],
+//      which oneDNN broadcasts over the group axis; 3-D Q/K/V ([B, S, H*D]) are read
+//      through strides;
+//   3. per score row: softcap, the additive bias (float or bool mask, causal and window
+//      limits, nonpad_kv_seqlen), softmax;
+//   4. Y = P V with the same broadcast, written through strides into a 3-D or 4-D Y.
+//
+// Order of the row steps: softcap comes before the bias so that a masked -inf stays -inf
+// (the ONNX reference fixed this after opset 23, whose text put the mask first and so let
+// masked positions leak probability). qk_matmul_output_mode picks what output 3 holds:
+// 0 the scaled Q K^T, 1 that plus the bias, 2 softcap(Q K^T) plus the bias (the logits the
+// softmax sees), 3 the softmax. A row whose every position is masked has no softmax: its
+// probabilities are NaN, as in the reference.
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "cpu/nn_kernels.h"
+#include "cpu/nn_support.h"
+
+namespace estuary::ge::cpu {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A [B, H, S, D] tensor given 4-D, or 3-D as [B, S, H*D] with H from an attribute: its
+// sizes and element strides.
+struct HeadView {
+  int64_t batch = 0, heads = 0, seq = 0, size = 0;
+  int64_t batch_stride = 0, head_stride = 0, seq_stride = 0;
+};
+
+HeadView headView(const KernelBuildContext& context, size_t input, const char* heads_attr) {
+  const TensorDesc& desc = context.input(input);
+  HeadView view;
+  view.batch = desc.dims[0];
+  if (desc.rank == 4) {
+    view.heads = desc.dims[1];
+    view.seq = desc.dims[2];
+    view.size = desc.dims[3];
+    view.seq_stride = view.size;
+    view.head_stride = view.seq * view.size;
+    view.batch_stride = view.heads * view.head_stride;
+    return view;
+  }
+  view.heads = context.intAttr(heads_attr);
+  view.seq = desc.dims[1];
+  view.size = desc.dims[2] / view.heads;
+  view.head_stride = view.size;
+  view.seq_stride = desc.dims[2];
+  view.batch_stride = view.seq * view.seq_stride;
+  return view;
+}
+
+// Row-major [B, H, S, D].
+HeadView contiguousView(int64_t batch, int64_t heads, int64_t seq, int64_t size) {
+  return HeadView{batch, heads, seq, size, heads * seq * size, seq * size, size};
+}
+
+// Q, P or Y seen as [B, Hkv, group, S, D] (the group axis splits the query heads).
+dnnl::memory::desc groupedDesc(const HeadView& view, int64_t kv_heads) {
+  const int64_t group = view.heads / kv_heads;
+  return dnnl::memory::desc({view.batch, kv_heads, group, view.seq, view.size}, dnnl::memory::data_type::f32,
+                            {view.batch_stride, group * view.head_stride, view.head_stride, view.seq_stride, 1});
+}
+
+// K^T as [B, Hkv, 1, D, T] or V as [B, Hkv, 1, T, Dv]: broadcast over the group axis.
+dnnl::memory::desc broadcastDesc(const HeadView& view, bool transposed) {
+  if (transposed) {
+    return dnnl::memory::desc({view.batch, view.heads, 1, view.size, view.seq}, dnnl::memory::data_type::f32,
+                              {view.batch_stride, view.head_stride, view.head_stride, 1, view.seq_stride});
+  }
+  return dnnl::memory::desc({view.batch, view.heads, 1, view.seq, view.size}, dnnl::memory::data_type::f32,
+                            {view.batch_stride, view.head_stride, view.head_stride, view.seq_stride, 1});
+}
+
+// A batched oneDNN matmul reading inputs 0 (src) and 1 (weights), writing output 0.
+std::unique_ptr<OnednnKernel> batchedMatmul(const KernelBuildContext& context, const char* label,
+                                            const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                                            const dnnl::memory::desc& dst, float scale) {
+  const dnnl::engine& engine = cpuOf(context).engine();
+  dnnl::primitive_attr attr = scratchpadAttr();
+  if (scale != 1.f) attr.set_output_scales(0, {scale});
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine);
+  } catch (const dnnl::error& error) {
+    context.fail("oneDNN has no matmul for the attention ", label, " product: ", error.what());
+  }
+  return std::make_unique<OnednnKernel>(
+      std::string(label) + " " + implName(pd), engine, dnnl::matmul(pd), pd.scratchpad_desc().get_size(),
+      std::vector<OnednnArg>{{DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src},
+                             {DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights},
+                             {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
+                             {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}});
+}
+
+size_t alignedBytes(int64_t floats) { return (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64; }
+
+// Everything the row pass needs, fixed at build time.
+struct RowBias {
+  enum class Mask : uint8_t { None, Float, Bool };
+  Mask mask = Mask::None;
+  std::array<int64_t, 3> mask_strides{};  // per batch, query head, query position (0: broadcast)
+  int64_t mask_length = 0;                // positions the mask covers; the rest are masked
+  bool causal = false;
+  int64_t left_window = -1, right_window = -1;
+  bool nonpad = false;
+  int64_t past = 0;  // keys before the new ones (the causal offset)
+};
+
+class AttentionState final : public KernelState {
+ public:
+  std::unique_ptr<KernelState> scores, output;
+};
+
+class AttentionKernel final : public Kernel {
+ public:
+  // Where a key/value operand of the matmuls lives.
+  enum class Cache : uint8_t { Input, Present, Scratch };
+
+  AttentionKernel(HeadView q, HeadView k, HeadView v, HeadView key_operand, HeadView value_operand,
+                  Cache key_cache, Cache value_cache, RowBias bias, float softcap, int64_t output_mode,
+                  bool has_past, size_t num_outputs, std::unique_ptr<OnednnKernel> scores,
+                  std::unique_ptr<OnednnKernel> output)
+      : q_(q), k_(k), v_(v), key_(key_operand), value_(value_operand), key_cache_(key_cache),
+        value_cache_(value_cache), bias_(bias), softcap_(softcap), output_mode_(output_mode), has_past_(has_past),
+        num_outputs_(num_outputs), scores_kernel_(std::move(scores)), output_kernel_(std::move(output)) {
+    total_ = key_.seq;
+    rows_ = q_.batch * q_.heads * q_.seq;
+    // Scratch: the score rows, the caches not written to outputs, the matmuls' scratchpad.
+    key_scratch_ = alignedBytes(rows_ * total_);
+    auto cacheBytes = [](Cache cache, const HeadView& view) {
+      return cache == Cache::Scratch ? alignedBytes(view.batch * view.batch_stride) : 0;
+    };
+    value_scratch_ = key_scratch_ + cacheBytes(key_cache_, key_);
+    matmul_scratch_ = value_scratch_ + cacheBytes(value_cache_, value_);
+  }
+
+  size_t scratchBytes() const override {
+    return matmul_scratch_ + std::max(scores_kernel_->scratchBytes(), output_kernel_->scratchBytes());
+  }
+  std::unique_ptr<KernelState> createState() const override {
+    auto state = std::make_unique<AttentionState>();
+    state->scores = scores_kernel_->createState();
+    state->output = output_kernel_->createState();
+    return state;
+  }
+  std::string name() const override {
+    return "cpu:attention (" + scores_kernel_->name() + ", " + output_kernel_->name() + ")";
+  }
+
+  void run(const KernelArgs& args, KernelState* raw_state) const override {
+    auto* state = static_cast<AttentionState*>(raw_state);
+    auto* scratch = static_cast<std::byte*>(args.scratch);
+    float* scores = reinterpret_cast<float*>(scratch);
+    const float* key = cacheOf(args, key_cache_, 1, 4, 1, scratch + key_scratch_, k_, key_);
+    const float* value = cacheOf(args, value_cache_, 2, 5, 2, scratch + value_scratch_, v_, value_);
+
+    const void* scores_inputs[] = {args.inputs[0], key};
+    void* scores_outputs[] = {scores};
+    scores_kernel_->run(KernelArgs{scores_inputs, scores_outputs, scratch + matmul_scratch_, args.num_threads,
+                                   args.device},
+                        state->scores.get());
+
+    // Optional operands are read only when the node has them (args.inputs has one entry
+    // per node input, and a node may stop after V).
+    float* qk_output = num_outputs_ > 3 ? static_cast<float*>(args.outputs[3]) : nullptr;
+    const void* mask = bias_.mask != RowBias::Mask::None ? args.inputs[3] : nullptr;
+    const auto* nonpad = bias_.nonpad ? static_cast<const int64_t*>(args.inputs[6]) : nullptr;
+    const int64_t rows = rows_, total = total_;
+#pragma omp parallel for num_threads(args.num_threads) if (rows * total > (1 << 14)) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      processRow(r, scores + r * total, qk_output ? qk_output + r * total : nullptr, mask, nonpad);
+    }
+
+    const void* output_inputs[] = {scores, value};
+    void* output_outputs[] = {args.outputs[0]};
+    output_kernel_->run(KernelArgs{output_inputs, output_outputs, scratch + matmul_scratch_, args.num_threads,
+                                   args.device},
+                        state->output.get());
+  }
+
+ private:
+  // The K or V operand of the matmuls: the input itself, or the present cache (past rows,
+  // then the new ones) written into output `present` or into scratch.
+  const float* cacheOf(const KernelArgs& args, Cache cache, size_t input, size_t past_input, size_t present,
+                       std::byte* scratch, const HeadView& source, const HeadView& target) const {
+    if (cache == Cache::Input) return static_cast<const float*>(args.inputs[input]);
+    float* out =
+        cache == Cache::Present ? static_cast<float*>(args.outputs[present]) : reinterpret_cast<float*>(scratch);
+    const float* past = has_past_ ? static_cast<const float*>(args.inputs[past_input]) : nullptr;
+    const float* in = static_cast<const float*>(args.inputs[input]);
+    const int64_t past_rows = target.seq - source.seq, size = target.size;
+    const size_t row_bytes = static_cast<size_t>(size) * sizeof(float);
+    const int64_t pairs = target.batch * target.heads;
+#pragma omp parallel for num_threads(args.num_threads) if (pairs * target.seq * size > (1 << 15)) schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / target.heads, h = pair % target.heads;
+      float* block = out + pair * target.head_stride;
+      if (past_rows) std::memcpy(block, past + pair * past_rows * size, static_cast<size_t>(past_rows) * row_bytes);
+      const float* rows = in + b * source.batch_stride + h * source.head_stride;
+      for (int64_t s = 0; s < source.seq; ++s) {
+        std::memcpy(block + (past_rows + s) * size, rows + s * source.seq_stride, row_bytes);
+      }
+    }
+    return out;
+  }
+
+  // Softcap, bias and softmax of score row r (batch, query head, query position), in place;
+  // output 3 gets its copy at the step qk_matmul_output_mode names.
+  void processRow(int64_t r, float* row, float* qk_output, const void* mask, const int64_t* nonpad) const {
+    const int64_t total = total_;
+    const int64_t i = r % q_.seq, h = (r / q_.seq) % q_.heads, b = r / (q_.seq * q_.heads);
+    // Allowed key positions [low, high] from the causal and window limits and the padding.
+    int64_t offset = bias_.past;
+    if (bias_.nonpad && !has_past_) offset = nonpad[b] - q_.seq;
+    int64_t low = 0, high = total - 1;
+    if (bias_.causal) high = std::min(high, i + offset);
+    if (bias_.right_window >= 0) high = std::min(high, i + offset + bias_.right_window);
+    if (bias_.left_window >= 0) low = std::max(low, i + offset - bias_.left_window);
+    if (bias_.nonpad) high = std::min(high, nonpad[b] - 1);
+    const int64_t mask_end = bias_.mask == RowBias::Mask::None ? total : std::min(total, bias_.mask_length);
+    high = std::min(high, mask_end - 1);
+    const int64_t mask_offset =
+        b * bias_.mask_strides[0] + h * bias_.mask_strides[1] + i * bias_.mask_strides[2];
+    const float* float_mask =
+        bias_.mask == RowBias::Mask::Float ? static_cast<const float*>(mask) + mask_offset : nullptr;
+    const uint8_t* bool_mask =
+        bias_.mask == RowBias::Mask::Bool ? static_cast<const uint8_t*>(mask) + mask_offset : nullptr;
+
+    // Adds the mask over [low, high] and sets -inf elsewhere.
+    auto addBias = [&](const float* in, float* out) {
+      for (int64_t j = 0; j < std::min(low, total); ++j) out[j] = kNegInf;
+      if (float_mask) {
+#pragma omp simd
+        for (int64_t j = low; j <= high; ++j) out[j] = in[j] + float_mask[j];
+      } else if (bool_mask) {
+#pragma omp simd
+        for (int64_t j = low; j <= high; ++j) out[j] = bool_mask[j] ? in[j] : kNegInf;
+      } else if (in != out) {
+        for (int64_t j = low; j <= high; ++j) out[j] = in[j];
+      }
+      for (int64_t j = std::max(high + 1, int64_t{0}); j < total; ++j) out[j] = kNegInf;
+    };
+    auto copyTo = [&](float* out) { std::memcpy(out, row, static_cast<size_t>(total) * sizeof(float)); };
+
+    if (qk_output && output_mode_ == 0) copyTo(qk_output);
+    if (qk_output && output_mode_ == 1) addBias(row, qk_output);
+    if (softcap_ > 0) {
+      // softcap * tanh(x / softcap), tanh(t) = 1 - 2 / (exp(2t) + 1): an absolute error of
+      // about 1e-7 * softcap, well below what the softmax resolves.
+      const float cap = softcap_, inverse = 2.f / softcap_;
+#pragma omp simd
+      for (int64_t j = 0; j < total; ++j) row[j] = cap - 2.f * cap / (expF32(row[j] * inverse) + 1.f);
+    }
+    addBias(row, row);
+    if (qk_output && output_mode_ == 2) copyTo(qk_output);
+
+    float peak = kNegInf;
+#pragma omp simd reduction(max : peak)
+    for (int64_t j = low; j <= high; ++j) peak = row[j] > peak ? row[j] : peak;
+    if (peak == kNegInf) {
+      // Everything masked: 0/0, as the reference computes it.
+      std::fill(row, row + total, std::numeric_limits<float>::quiet_NaN());
+    } else {
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < total; ++j) {
+        const float e = row[j] == kNegInf ? 0.f : expF32(row[j] - peak);
+        row[j] = e;
+        sum += e;
+      }
+      const float inverse_sum = 1.f / sum;
+#pragma omp simd
+      for (int64_t j = 0; j < total; ++j) row[j] *= inverse_sum;
+    }
+    if (qk_output && output_mode_ == 3) copyTo(qk_output);
+  }
+
+  HeadView q_, k_, v_, key_, value_;
+  Cache key_cache_, value_cache_;
+  RowBias bias_;
+  float softcap_;
+  int64_t output_mode_;
+  bool has_past_;
+  size_t num_outputs_;
+  std::unique_ptr<OnednnKernel> scores_kernel_, output_kernel_;
+  int64_t total_ = 0, rows_ = 0;
+  size_t key_scratch_ = 0, value_scratch_ = 0, matmul_scratch_ = 0;  // scratch offsets
+};
+
+std::unique_ptr<Kernel> makeAttention(const KernelBuildContext& context) {
+  if (context.input(0).dtype != DType::F32 || context.input(1).dtype != DType::F32 ||
+      context.input(2).dtype != DType::F32) {
+    return nullptr;  // 16-bit types come back converted to f32 (buildPreferringF32)
+  }
+  const int rank = context.input(0).rank;
+  if (context.input(1).rank != rank || context.input(2).rank != rank) {
+    context.fail("Q, K and V must all be 3-D or all 4-D, got ", context.input(0).str(), ", ",
+                 context.input(1).str(), ", ", context.input(2).str());
+  }
+  HeadView q = headView(context, 0, "q_num_heads");
+  HeadView k = headView(context, 1, "kv_num_heads");
+  HeadView v = headView(context, 2, "kv_num_heads");
+  const bool has_past = context.hasInput(4);
+  const int64_t past = has_past ? context.input(4).dims[2] : 0;
+  const int64_t total = past + k.seq;
+  const size_t outputs = context.numOutputs();
+  HeadView key = k, value = v;
+  AttentionKernel::Cache key_cache = AttentionKernel::Cache::Input, value_cache = AttentionKernel::Cache::Input;
+  if (has_past || outputs > 1) {
+    key = contiguousView(k.batch, k.heads, total, k.size);
+    key_cache = outputs > 1 ? AttentionKernel::Cache::Present : AttentionKernel::Cache::Scratch;
+  }
+  if (has_past || outputs > 2) {
+    value = contiguousView(v.batch, v.heads, total, v.size);
+    value_cache = outputs > 2 ? AttentionKernel::Cache::Present : AttentionKernel::Cache::Scratch;
+  }
+  // Y is [B, Hq, Sq, Dv], or [B, Sq, Hq * Dv] for 3-D inputs.
+  HeadView y = contiguousView(q.batch, q.heads, q.seq, v.size);
+  if (rank == 3) {
+    y.head_stride = v.size;
+    y.seq_stride = q.heads * v.size;
+  }
+
+  RowBias bias;
+  bias.past = past;
+  bias.causal = context.intAttr("is_causal") != 0;
+  bias.left_window = context.intAttr("left_window_size");
+  bias.right_window = context.intAttr("right_window_size");
+  bias.nonpad = context.hasInput(6);
+  if (bias.nonpad && (context.input(6).rank != 1 || context.input(6).dims[0] != q.batch)) {
+    context.fail("nonpad_kv_seqlen is ", context.input(6).str(), ", expected one length per batch: i64[", q.batch, "]");
+  }
+  if (context.hasInput(3)) {
+    const TensorDesc& mask = context.input(3);
+    if (mask.dtype == DType::Bool) bias.mask = RowBias::Mask::Bool;
+    else if (mask.dtype == DType::F32) bias.mask = RowBias::Mask::Float;
+    else context.fail("attn_mask is ", mask.str(), "; it must be bool or of Q's float type");
+    if (mask.rank < 2 || mask.rank > 4) context.fail("attn_mask is ", mask.str(), ", expected rank 2 to 4");
+    // Broadcast to [B, Hq, Sq, T]; the last axis may be shorter than T (the rest is masked).
+    const int64_t target[] = {q.batch, q.heads, q.seq};
+    std::array<int64_t, 4> dims{1, 1, 1, 1};
+    for (int d = 0; d < mask.rank; ++d) dims[4 - mask.rank + d] = mask.dims[d];
+    int64_t stride = dims[3];
+    for (int d = 2; d >= 0; --d) {
+      if (dims[d] != 1 && dims[d] != target[d]) {
+        context.fail("attn_mask ", mask.str(), " does not broadcast to [", q.batch, ",", q.heads, ",", q.seq, ",",
+                     total, "] (batch, query heads, query length, total length)");
+      }
+      bias.mask_strides[d] = dims[d] == 1 ? 0 : stride;
+      stride *= dims[d];
+    }
+    if (dims[3] > total) {
+      context.fail("attn_mask ", mask.str(), " covers ", dims[3], " key positions, there are ", total);
+    }
+    bias.mask_length = dims[3];
+  }
+  double scale = 1.0 / std::sqrt(static_cast<double>(q.size));
+  if (const Attribute* attribute = context.attr("scale")) scale = attribute->asFloat();
+  const int64_t mode = context.intAttr("qk_matmul_output_mode");
+  if (mode < 0 || mode > 3) context.fail("qk_matmul_output_mode is ", mode, ", expected 0, 1, 2 or 3");
+
+  HeadView scores = contiguousView(q.batch, q.heads, q.seq, total);
+  auto scores_kernel = batchedMatmul(context, "onednn:matmul(QK)", groupedDesc(q, k.heads),
+                                     broadcastDesc(key, true), groupedDesc(scores, k.heads), static_cast<float>(scale));
+  auto output_kernel = batchedMatmul(context, "onednn:matmul(PV)", groupedDesc(scores, k.heads),
+                                     broadcastDesc(value, false), groupedDesc(y, k.heads), 1.f);
+  return std::make_unique<AttentionKernel>(q, k, v, key, value, key_cache, value_cache, bias,
+                                           static_cast<float>(context.floatAttr("softcap")), mode, has_past, outputs,
+                                           std::move(scores_kernel), std::move(output_kernel));
+}
+
+// ------------------------------------------------------------------------ RotaryEmbedding
+
+// Rotates pairs of each head's first `rotary` elements by the angle whose cos/sin the caches
+// hold for the token's position: pairs are (x[i], x[i + rotary/2]), or (x[2i], x[2i+1])
+// when interleaved. The elements past `rotary` pass through.
+struct RotaryGeometry {
+  int64_t batch = 0, seq = 0, heads = 0, head_size = 0, half = 0;
+  int64_t head_stride = 0, seq_stride = 0, batch_stride = 0;  // X's element strides
+  int64_t cache_rows = 0, cache_row_stride = 0;
+  bool interleaved = false, by_position = false;
+};
+
+template <typename T>
+class RotaryEmbeddingKernel final : public Kernel {
+ public:
+  RotaryEmbeddingKernel(RotaryGeometry geometry, std::string node) : g_(geometry), node_(std::move(node)) {}
+
+  std::optional<size_t> inPlaceInput(size_t) const override { return 0; }
+  std::string name() const override {
+    return g_.interleaved ? "cpu:rotary_embedding interleaved" : "cpu:rotary_embedding";
+  }
+
+  void run(const KernelArgs& args, KernelState*) const override {
+    const T* x = static_cast<const T*>(args.inputs[0]);
+    const T* cos_cache = static_cast<const T*>(args.inputs[1]);
+    const T* sin_cache = static_cast<const T*>(args.inputs[2]);
+    const auto* positions = g_.by_position ? static_cast<const int64_t*>(args.inputs[3]) : nullptr;
+    T* y = static_cast<T*>(args.outputs[0]);
+    const int64_t tokens = g_.batch * g_.seq;
+    std::atomic<int64_t> bad{-1};
+    const bool parallel = tokens * g_.heads * g_.head_size > (1 << 15);
+#pragma omp parallel for num_threads(args.num_threads) if (parallel) schedule(static)
+    for (int64_t t = 0; t < tokens; ++t) {
+      const int64_t b = t / g_.seq, s = t % g_.seq;
+      const int64_t row = g_.by_position ? positions[t] : t;
+      if (row < 0 || row >= g_.cache_rows) {
+        bad.store(t);
+        continue;
+      }
+      const T* c = cos_cache + row * g_.cache_row_stride;
+      const T* sn = sin_cache + row * g_.cache_row_stride;
+      for (int64_t h = 0; h < g_.heads; ++h) {
+        const int64_t offset = b * g_.batch_stride + s * g_.seq_stride + h * g_.head_stride;
+        rotate(x + offset, c, sn, y + offset);
+      }
+    }
+    if (int64_t t = bad.load(); t >= 0) {
+      raise(node_, ": position_ids[", t / g_.seq, ",", t % g_.seq, "] is ", positions[t],
+            ", outside the cos/sin caches' ", g_.cache_rows, " rows");
+    }
+  }
+
+ private:
+  void rotate(const T* x, const T* c, const T* s, T* y) const {
+    const int64_t half = g_.half;
+    if (g_.interleaved) {
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = loadAs(x[2 * i]), x2 = loadAs(x[2 * i + 1]), cv = loadAs(c[i]), sv = loadAs(s[i]);
+        y[2 * i] = storeAs<T>(cv * x1 - sv * x2);
+        y[2 * i + 1] = storeAs<T>(sv * x1 + cv * x2);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = loadAs(x[i]), x2 = loadAs(x[i + half]), cv = loadAs(c[i]), sv = loadAs(s[i]);
+        y[i] = storeAs<T>(cv * x1 - sv * x2);
+        y[i + half] = storeAs<T>(sv * x1 + cv * x2);
+      }
+    }
+    if (x != y) std::memcpy(y + 2 * half, x + 2 * half, static_cast<size_t>(g_.head_size - 2 * half) * sizeof(T));
+  }
+
+  RotaryGeometry g_;
+  std::string node_;
+};
+
+std::unique_ptr<Kernel> makeRotaryEmbedding(const KernelBuildContext& context) {
+  const TensorDesc& x = context.input(0);
+  RotaryGeometry g;
+  g.batch = x.dims[0];
+  if (x.rank == 4) {  // [B, H, S, D]
+    g.heads = x.dims[1];
+    g.seq = x.dims[2];
+    g.head_size = x.dims[3];
+    g.seq_stride = g.head_size;
+    g.head_stride = g.seq * g.head_size;
+  } else {  // [B, S, H*D]
+    g.heads = context.intAttr("num_heads");
+    g.seq = x.dims[1];
+    if (g.heads < 1 || x.dims[2] % g.heads != 0) {
+      context.fail("X ", x.str(), " does not split into num_heads=", g.heads, " heads");
+    }
+    g.head_size = x.dims[2] / g.heads;
+    g.head_stride = g.head_size;
+    g.seq_stride = x.dims[2];
+  }
+  g.batch_stride = g.heads * g.seq * g.head_size;
+  int64_t rotary = context.intAttr("rotary_embedding_dim");
+  if (rotary == 0) rotary = g.head_size;
+  if (rotary < 0 || rotary > g.head_size || rotary % 2 != 0) {
+    context.fail("rotary_embedding_dim is ", rotary, "; it must be even and at most the head size ", g.head_size);
+  }
+  g.half = rotary / 2;
+  g.interleaved = context.intAttr("interleaved") != 0;
+  g.by_position = context.hasInput(3);
+  const TensorDesc& cos = context.input(1);
+  const TensorDesc& sin = context.input(2);
+  if (cos != sin) context.fail("cos_cache ", cos.str(), " and sin_cache ", sin.str(), " differ");
+  if (g.by_position) {
+    const TensorDesc& positions = context.input(3);
+    if (positions.rank != 2 || positions.dims[0] != g.batch || positions.dims[1] != g.seq) {
+      context.fail("position_ids is ", positions.str(), ", expected [", g.batch, ",", g.seq, "]");
+    }
+    if (cos.rank != 2) {
+      context.fail("with position_ids the caches are [max_position + 1, ", g.half, "], got ", cos.str());
+    }
+    g.cache_rows = cos.dims[0];
+  } else {
+    if (cos.rank != 3 || cos.dims[0] != g.batch || cos.dims[1] != g.seq) {
+      context.fail("without position_ids the caches are [", g.batch, ",", g.seq, ",", g.half, "] (batch, sequence, ",
+                   "rotary_embedding_dim / 2), got ", cos.str());
+    }
+    g.cache_rows = g.batch * g.seq;
+  }
+  g.cache_row_stride = cos.dims[cos.rank - 1];
+  if (g.cache_row_stride < g.half) {
+    context.fail("the caches ", cos.str(), " hold ", g.cache_row_stride, " values per position, rotating ", rotary,
+                 " elements needs ", g.half);
+  }
+  std::unique_ptr<Kernel> kernel;
+  dispatchFloat(x.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (!std::is_same_v<T, double>) {  // the schema allows f32, f16, bf16
+      kernel = std::make_unique<RotaryEmbeddingKernel<T>>(g, context.node().describe());
+    }
+  });
+  return kernel;
+}
+
+}  // namespace
+
+void registerAttentionKernels(KernelRegistry& registry) {
+  registry.add("Attention", "", [](const KernelBuildContext& context) {
+    return buildPreferringF32(context, makeAttention);
+  });
+  registry.add("RotaryEmbedding", "", makeRotaryEmbedding);
+}
+
+}  // namespace estuary::ge::cpu
