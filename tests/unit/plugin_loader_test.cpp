@@ -78,11 +78,12 @@ class TempDir {
 struct Registries {
   OpRegistry ops;
   PassRegistry passes;
+  FrontendRegistry frontends;
 };
 
 TEST(PluginLoader, LoadsAPluginAndReportsWhatItRegistered) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   PluginHandle plugin = loader.load(testPlugin("test_good"));
   EXPECT_EQ(plugin->name(), "test_good");
   EXPECT_EQ(plugin->version(), "1.2.3");
@@ -109,7 +110,7 @@ TEST(PluginLoader, LoadsAPluginAndReportsWhatItRegistered) {
 
 TEST(PluginLoader, LoadingTheSameFileTwiceIsANoOp) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   PluginHandle first = loader.load(testPlugin("test_good"));
   EXPECT_EQ(loader.load(testPlugin("test_good")), first);
   EXPECT_EQ(loader.load("test_good", kTestPluginDir), first);
@@ -125,7 +126,7 @@ TEST(PluginLoader, RefusesASecondPluginOfTheSameName) {
   std::string copy = dir.file(PluginLoader::fileNameFor("test_good"));
   fs::copy_file(testPlugin("test_good"), copy);
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   loader.load(testPlugin("test_good"));
   EXPECT_EQ(errorOf([&] { loader.load(copy); }),
             "cannot load plugin " + canonical(copy) +
@@ -144,14 +145,14 @@ TEST(PluginLoader, FindsNamesInTheYamlDirThenThePluginPathThenTheInstallDir) {
     EXPECT_EQ(dirs[2], kTestPluginDir);
     EXPECT_EQ(dirs[3], PluginLoader::installDir());
     Registries r;
-    PluginLoader loader(r.ops, r.passes);
+    PluginLoader loader(r.ops, r.passes, r.frontends);
     EXPECT_EQ(loader.load("test_good", empty.str())->path(), canonical(testPlugin("test_good")));
   }
   {
     // A file name is searched like a plugin name.
     PluginPathScope path(nullptr);
     Registries r;
-    PluginLoader loader(r.ops, r.passes);
+    PluginLoader loader(r.ops, r.passes, r.frontends);
     EXPECT_EQ(loader.load(PluginLoader::fileNameFor("test_good"), kTestPluginDir)->name(),
               "test_good");
   }
@@ -161,7 +162,7 @@ TEST(PluginLoader, TheInstallDirIsBesideTheCoreLibrary) {
   EXPECT_EQ(canonical(PluginLoader::installDir()), canonical(ESTUARY_PLUGIN_DIR));
   PluginPathScope path(nullptr);
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   PluginHandle fusion = loader.load("fusion_add_rms_norm");
   EXPECT_EQ(fusion->path(),
             canonical(std::string(ESTUARY_PLUGIN_DIR) + "/libestuary_fusion_add_rms_norm.so"));
@@ -170,7 +171,7 @@ TEST(PluginLoader, TheInstallDirIsBesideTheCoreLibrary) {
 TEST(PluginLoader, MissingFilesNameWhereTheyWereLookedFor) {
   PluginPathScope path("/nonexistent/a:/nonexistent/b");
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   EXPECT_EQ(errorOf([&] { loader.load("nope", "/pipelines"); }),
             "plugin 'nope' not found: no file libestuary_nope.so in /pipelines, /nonexistent/a, "
             "/nonexistent/b, " +
@@ -191,7 +192,7 @@ TEST(PluginLoader, RefusesFilesThatAreNotSharedObjects) {
   std::string truncated = dir.file("libestuary_truncated.so");
   std::ofstream(truncated, std::ios::binary) << "\x7f" "ELF" << std::string(60, '\x01');
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   EXPECT_EQ(errorOf([&] { loader.load(text); }),
             "cannot load plugin " + canonical(text) + ": not a shared object (no ELF header)");
   std::string error = errorOf([&] { loader.load("truncated", dir.str()); });
@@ -206,7 +207,7 @@ TEST(PluginLoader, RefusesFilesThatAreNotSharedObjects) {
 
 TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoint) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_no_entry")); }),
             "cannot load plugin " + canonical(testPlugin("test_no_entry")) +
                 ": no entry point 'estuary_plugin_descriptor': not an Estuary plugin (define one "
@@ -215,7 +216,7 @@ TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoint) {
 
 TEST(PluginLoader, RefusesAnotherAbiVersionBeforeRunningAnyOfItsCode) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   // Its register function aborts the process: reaching it fails the test.
   std::string error = errorOf([&] { loader.load(testPlugin("test_wrong_abi")); });
   EXPECT_EQ(error.rfind("cannot load plugin " + canonical(testPlugin("test_wrong_abi")) +
@@ -233,7 +234,7 @@ TEST(PluginLoader, RefusesAnotherAbiVersionBeforeRunningAnyOfItsCode) {
 
 TEST(PluginLoader, RefusesBrokenDescriptors) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   // Their register functions abort the process: reaching one fails the test.
   auto refusal = [&](const std::string& name) {
     std::string error = errorOf([&] { loader.load(testPlugin(name)); });
@@ -258,7 +259,7 @@ TEST(PluginLoader, RefusesBrokenDescriptors) {
 
 TEST(PluginLoader, RegistrationThatThrowsRegistersNothing) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_throws")); }),
             "cannot load plugin " + canonical(testPlugin("test_throws")) +
                 ": its registration failed: no accelerator found");
@@ -275,7 +276,7 @@ TEST(PluginLoader, NameClashesRegisterNothing) {
   {
     Registries r;
     r.ops.add(OpSchema("Clash", "test_plugin").input("x", "T").output("y", "T").typeConstraint("T", allTypes()));
-    PluginLoader loader(r.ops, r.passes);
+    PluginLoader loader(r.ops, r.passes, r.frontends);
     EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_clash")); }),
               "cannot load plugin " + canonical(testPlugin("test_clash")) +
                   ": it registers op test_plugin::Clash, which is already registered");
@@ -284,7 +285,7 @@ TEST(PluginLoader, NameClashesRegisterNothing) {
   {
     Registries r;
     r.passes.add(PassInfo{"test_clash_pass", "taken", {}, noPass});
-    PluginLoader loader(r.ops, r.passes);
+    PluginLoader loader(r.ops, r.passes, r.frontends);
     EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_clash")); }),
               "cannot load plugin " + canonical(testPlugin("test_clash")) +
                   ": it registers pass 'test_clash_pass', which is already registered");
@@ -294,7 +295,7 @@ TEST(PluginLoader, NameClashesRegisterNothing) {
 
 TEST(PluginLoader, RefusesAPassWhoseOptionDefaultHasAnotherKind) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes);
+  PluginLoader loader(r.ops, r.passes, r.frontends);
   EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_bad_option")); }),
             "cannot load plugin " + canonical(testPlugin("test_bad_option")) +
                 ": pass 'test_clash_pass': the default of option 'depth' is a string, the option "
@@ -309,7 +310,7 @@ TEST(PluginLoader, APassOutlivesHandleLoaderAndRegistriesAndKeepsItsCodeLoaded) 
   std::shared_ptr<Pass> pass;
   {
     Registries r;
-    PluginLoader loader(r.ops, r.passes);
+    PluginLoader loader(r.ops, r.passes, r.frontends);
     PluginHandle handle = loader.load(path);
     pass = r.passes.create("test_plugin_mark", {});
     EXPECT_TRUE(isLoaded(path));
@@ -323,12 +324,30 @@ TEST(PluginLoader, APassOutlivesHandleLoaderAndRegistriesAndKeepsItsCodeLoaded) 
   EXPECT_FALSE(isLoaded(path));
 }
 
+TEST(PluginLoader, AFrontendKeepsItsPluginLoaded) {
+  const std::string path = testPlugin("test_frontend");
+  std::shared_ptr<const Frontend> frontend;
+  {
+    Registries r;
+    PluginLoader loader(r.ops, r.passes, r.frontends);
+    PluginHandle plugin = loader.load(path);
+    EXPECT_EQ(plugin->frontends(), std::vector<std::string>{"test"});
+    ASSERT_NE(r.frontends.find("test"), nullptr);
+    frontend = r.frontends.create("test");
+  }
+  EXPECT_TRUE(isLoaded(path));
+  EXPECT_FALSE(frontend->recognizes("/nonexistent"));
+  frontend.reset();
+  EXPECT_FALSE(isLoaded(path));
+}
+
 TEST(PluginLoader, AnOpSchemaKeepsItsInferenceCodeLoaded) {
   const std::string path = testPlugin("test_good");
   auto ops = std::make_unique<OpRegistry>();
   {
     PassRegistry passes;
-    PluginLoader loader(*ops, passes);
+    FrontendRegistry frontends;
+    PluginLoader loader(*ops, passes, frontends);
     loader.load(path);
   }
   EXPECT_TRUE(isLoaded(path));

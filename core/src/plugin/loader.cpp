@@ -138,6 +138,8 @@ void PluginRegistrar::addPass(PassInfo info) { passes_.push_back(std::move(info)
 
 void PluginRegistrar::addOp(OpSchema schema) { ops_.push_back(std::move(schema)); }
 
+void PluginRegistrar::addFrontend(FrontendInfo info) { frontends_.push_back(std::move(info)); }
+
 void PluginRegistrar::extend(std::string extension_point, ExtensionPoints::Contribution contribution) {
   extensions_.emplace_back(std::move(extension_point), std::move(contribution));
 }
@@ -148,7 +150,8 @@ std::string PluginRegistrar::directory() const { return fs::path(path_).parent_p
 
 // --- PluginLoader -----------------------------------------------------------------------
 
-PluginLoader::PluginLoader(OpRegistry& ops, PassRegistry& passes) : ops_(ops), passes_(passes) {
+PluginLoader::PluginLoader(OpRegistry& ops, PassRegistry& passes, FrontendRegistry& frontends)
+    : ops_(ops), passes_(passes), frontends_(frontends) {
   initializeLtdl();
 }
 
@@ -157,7 +160,7 @@ PluginLoader::~PluginLoader() = default;
 PluginLoader& PluginLoader::global() {
   // Never destroyed, like the global registries: the plugins it loaded stay loaded until
   // the process exits, so nothing registered from them outlives its code.
-  static auto* loader = new PluginLoader(OpRegistry::global(), PassRegistry::global());
+  static auto* loader = new PluginLoader(OpRegistry::global(), PassRegistry::global(), FrontendRegistry::global());
   return *loader;
 }
 
@@ -341,6 +344,20 @@ PluginHandle PluginLoader::open(const std::string& path) {
       refuse("it registers pass '", info.name, "', which is already registered");
     }
   }
+  std::set<std::string, std::less<>> frontend_names;
+  for (const FrontendInfo& info : registrar.frontends_) {
+    try {
+      info.check();
+    } catch (const Error& error) {
+      refuse(error.what());
+    }
+    if (!frontend_names.insert(info.name).second) {
+      refuse("it registers frontend '", info.name, "' twice");
+    }
+    if (frontends_.find(info.name)) {
+      refuse("it registers frontend '", info.name, "', which is already registered");
+    }
+  }
   auto plugin = std::make_shared<Plugin>();
   plugin->module_ = module;
   plugin->name_ = name;
@@ -354,6 +371,10 @@ PluginHandle PluginLoader::open(const std::string& path) {
   for (PassInfo& info : registrar.passes_) {
     plugin->passes_.push_back(info.name);
     passes_.add(wrapPass(std::move(info), module), module);
+  }
+  for (FrontendInfo& info : registrar.frontends_) {
+    plugin->frontends_.push_back(info.name);
+    frontends_.add(std::move(info), module);
   }
   for (auto& [point, contribution] : registrar.extensions_) {
     ExtensionPoints::global().contribute(point, std::move(contribution), module);

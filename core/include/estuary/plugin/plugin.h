@@ -1,5 +1,5 @@
 #pragma once
-// Writing an Estuary plugin: a shared object that registers passes and ops.
+// Writing an Estuary plugin: a shared object that registers passes, ops and frontends.
 //
 // A plugin exports one C entry point, `estuary_plugin_descriptor`, returning a static
 // descriptor. The loader reads the descriptor's first field, the plugin ABI version,
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "estuary/frontend/frontend.h"
 #include "estuary/ops/schema.h"
 #include "estuary/plugin/extensions.h"
 #include "estuary/pass/pass.h"
@@ -27,7 +28,7 @@
 // The version of the plugin interface: this descriptor plus Estuary's C++ API (IR,
 // registries, pattern rewriter) as plugins see it. Bumped on any change that breaks
 // plugins built against an older version.
-#define ESTUARY_PLUGIN_ABI_VERSION 2
+#define ESTUARY_PLUGIN_ABI_VERSION 3
 
 // The C++ runtime a plugin was compiled against: the compiler's C++ ABI and the standard
 // library (std::string and std::function cross the plugin boundary).
@@ -60,7 +61,7 @@ struct EstuaryPluginDescriptor {
   const char* name;
   const char* version;
   const char* description;
-  // Registers the plugin's passes and ops. May throw; the loader then refuses the plugin
+  // Registers the plugin's passes, ops and frontends. May throw; the loader then refuses the plugin
   // and reports the exception's message.
   void (*register_plugin)(estuary::PluginRegistrar& registrar);
 };
@@ -87,6 +88,8 @@ class PluginRegistrar {
  public:
   void addPass(PassInfo info);
   void addOp(OpSchema schema);
+  // A frontend (plugins/<framework>/); its plugin is named "<frontend name>_frontend".
+  void addFrontend(FrontendInfo info);
   // Contributes to a registry outside the core (see plugin/extensions.h), e.g. the GE
   // backend's CPU kernels ("ge.cpu.kernels"). Runs once registration has succeeded, as soon
   // as the registry's owner provides it.
@@ -104,6 +107,7 @@ class PluginRegistrar {
   std::string path_;
   std::vector<PassInfo> passes_;
   std::vector<OpSchema> ops_;
+  std::vector<FrontendInfo> frontends_;
   std::vector<std::pair<std::string, ExtensionPoints::Contribution>> extensions_;
 };
 
