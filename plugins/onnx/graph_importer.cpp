@@ -58,18 +58,18 @@ void GraphImporter::define(std::string_view name, Value* value, std::string_view
   if (value->name().empty()) value->setName(std::string(name));
 }
 
-TensorType GraphImporter::typeOf(const ValueInfoProto& info, std::string_view what) {
+TensorType valueType(const ValueInfoProto& info, SymbolTable& symbols, const std::string& path, std::string_view what) {
   if (!info.has_type) return TensorType();
   const TypeProto& type = info.type;
   if (type.kind != "tensor") {
-    raise(model_.path, ": ", what, " '", info.name, "' is of ONNX type ", type.kind.empty() ? "(none)" : type.kind,
+    raise(path, ": ", what, " '", info.name, "' is of ONNX type ", type.kind.empty() ? "(none)" : type.kind,
           "; Estuary takes tensors only");
   }
   DType dtype = DType::Undefined;
   if (type.elem_type != kUndefined) {
     std::optional<DType> known = dtypeFromOnnx(type.elem_type);
     if (!known) {
-      raise(model_.path, ": ", what, " '", info.name, "' has element type ", onnxDataTypeName(type.elem_type),
+      raise(path, ": ", what, " '", info.name, "' has element type ", onnxDataTypeName(type.elem_type),
             ", which Estuary does not support");
     }
     dtype = *known;
@@ -81,12 +81,16 @@ TensorType GraphImporter::typeOf(const ValueInfoProto& info, std::string_view wh
     if (dim.value && *dim.value >= 0) {
       dims.emplace_back(*dim.value);
     } else if (!dim.param.empty()) {
-      dims.push_back(model_.symbols.named(dim.param));
+      dims.push_back(symbols.named(dim.param));
     } else {
-      dims.push_back(model_.symbols.fresh(std::string(info.name) + "_dim" + std::to_string(d)));
+      dims.push_back(symbols.fresh(std::string(info.name) + "_dim" + std::to_string(d)));
     }
   }
   return TensorType(dtype, Shape(std::move(dims)));
+}
+
+TensorType GraphImporter::typeOf(const ValueInfoProto& info, std::string_view what) {
+  return valueType(info, model_.symbols, model_.path, what);
 }
 
 namespace {

@@ -29,6 +29,11 @@ class SymbolTable {
   std::map<std::string, bool, std::less<>> taken_;
 };
 
+// The IR type of an ONNX ValueInfo (a tensor type; anything else is an error naming `path`
+// and `what`, e.g. "graph input"): dim_params become symbols, unnamed dims fresh ones.
+TensorType valueType(const ValueInfoProto& info, SymbolTable& symbols, const std::string& path,
+                     std::string_view what);
+
 // What every graph of one model shares.
 struct ModelContext {
   std::string path;        // for errors
@@ -55,7 +60,7 @@ class GraphImporter {
   void define(std::string_view name, Value* value, std::string_view by);
   // Imports a subgraph (an If branch, a Loop body) that sees this graph's values.
   std::shared_ptr<Graph> importSubgraph(const GraphProto& proto, std::string_view attribute_name);
-  // The IR type of an ONNX ValueInfo; `hint` names fresh symbols for unnamed dims.
+  // valueType() with the model's symbols.
   TensorType typeOf(const ValueInfoProto& info, std::string_view what);
 
  private:

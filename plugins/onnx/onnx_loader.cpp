@@ -88,12 +88,11 @@ std::vector<UnsupportedOp> OnnxModel::unsupportedOps() const {
   for (const OperatorSetId& id : model_.opset_imports) versions[std::string(id.domain)] = id.version;
   std::vector<UnsupportedOp> found;
   std::map<std::pair<std::string, std::string>, size_t> index;
-  auto note = [&](const NodeProto& node, size_t position, std::string domain, int64_t opset, std::string reason) {
+  auto note = [&](const NodeProto& node, size_t position, std::string domain, int64_t opset) {
     auto key = std::make_pair(domain, std::string(node.op_type));
     auto [entry, added] = index.emplace(key, found.size());
-    if (added) found.push_back(UnsupportedOp{std::string(node.op_type), domain, opset, std::move(reason), {}});
-    found[entry->second].node_names.push_back(node.name.empty() ? "#" + std::to_string(position)
-                                                                : std::string(node.name));
+    if (added) found.push_back(UnsupportedOp{std::string(node.op_type), domain, opset, {}});
+    found[entry->second].nodes.push_back(node.name.empty() ? "#" + std::to_string(position) : std::string(node.name));
   };
   std::function<void(const GraphProto&)> visit = [&](const GraphProto& graph) {
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -101,13 +100,11 @@ std::vector<UnsupportedOp> OnnxModel::unsupportedOps() const {
       if (!isDefaultDomain(node.domain)) {
         std::string domain(node.domain);
         auto version = versions.find(domain);
-        note(node, i, domain, version == versions.end() ? 0 : version->second,
-             "Estuary translates the default ONNX domain only");
-      } else if (const OpTranslator* translator = findTranslator(node.op_type); !translator) {
-        note(node, i, "", opset_, "no translation to Estuary's core IR");
-      } else if (translator->since > opset_) {
-        note(node, i, "", opset_, "the op is not in opset " + std::to_string(opset_) + " (it appears in opset " +
-                                      std::to_string(translator->since) + ")");
+        note(node, i, domain, version == versions.end() ? 0 : version->second);
+      } else if (const OpTranslator* translator = findTranslator(node.op_type);
+                 !translator || translator->since > opset_) {
+        // An op newer than the model's opset is not an op of that opset.
+        note(node, i, "", opset_);
       }
       for (const AttributeProto& attr : node.attributes) {
         if (attr.g) visit(*attr.g);
@@ -120,6 +117,8 @@ std::vector<UnsupportedOp> OnnxModel::unsupportedOps() const {
 }
 
 std::unique_ptr<Graph> OnnxModel::toGraph() const {
+  std::vector<UnsupportedOp> unsupported = unsupportedOps();
+  if (!unsupported.empty()) throw UnsupportedOpsError(path_, std::move(unsupported));
   TensorReader tensors(file_, path_, directoryOf(path_));
   ModelContext context;
   context.path = path_;
@@ -134,6 +133,54 @@ std::unique_ptr<Graph> OnnxModel::toGraph() const {
   stats_.wrapped_tensors = tensors.wrapped();
   stats_.copied_tensors = tensors.copied();
   return graph;
+}
+
+ModelInfo OnnxModel::describe() const {
+  ModelInfo info;
+  info.format = "ONNX";
+  info.producer = std::string(model_.producer_name);
+  if (!model_.producer_version.empty()) info.producer += " " + std::string(model_.producer_version);
+  info.properties.emplace_back("ir_version", std::to_string(model_.ir_version));
+  info.properties.emplace_back("graph", std::string(model_.graph.name));
+  if (!model_.domain.empty()) info.properties.emplace_back("domain", std::string(model_.domain));
+  if (model_.model_version != 0) info.properties.emplace_back("model_version", std::to_string(model_.model_version));
+  if (!model_.doc_string.empty()) info.properties.emplace_back("doc_string", std::string(model_.doc_string));
+  if (!model_.functions.empty()) info.properties.emplace_back("functions", std::to_string(model_.functions.size()));
+  for (const StringEntry& entry : model_.metadata) info.properties.emplace_back(std::string(entry.key), std::string(entry.value));
+  for (const OperatorSetId& id : model_.opset_imports) {
+    info.opsets[id.domain == "ai.onnx" ? std::string() : std::string(id.domain)] = id.version;
+  }
+  const GraphProto& graph = model_.graph;
+  SymbolTable symbols;
+  for (const ValueInfoProto& input : graph.inputs) {
+    bool is_initializer = std::any_of(graph.initializers.begin(), graph.initializers.end(),
+                                      [&](const TensorProto& tensor) { return tensor.name == input.name; });
+    if (!is_initializer) {
+      info.inputs.push_back({std::string(input.name), valueType(input, symbols, path_, "graph input").str()});
+    }
+  }
+  for (const ValueInfoProto& output : graph.outputs) {
+    info.outputs.push_back({std::string(output.name), valueType(output, symbols, path_, "graph output").str()});
+  }
+  std::function<void(const GraphProto&)> count = [&](const GraphProto& g) {
+    for (const NodeProto& node : g.nodes) {
+      std::string domain = isDefaultDomain(node.domain) ? std::string() : std::string(node.domain) + "::";
+      ++info.op_counts[domain + std::string(node.op_type)];
+      for (const AttributeProto& attr : node.attributes) {
+        if (attr.g) count(*attr.g);
+        for (const auto& sub : attr.graphs) count(*sub);
+      }
+    }
+    for (const TensorProto& tensor : g.initializers) {
+      int64_t elements = 1;
+      for (int64_t dim : tensor.dims) elements *= dim;
+      info.parameter_count += elements;
+      std::optional<DType> dtype = dtypeFromOnnx(tensor.data_type);
+      info.parameter_bytes += elements * static_cast<int64_t>(dtype ? dtypeSize(*dtype) : 0);
+    }
+  };
+  count(graph);
+  return info;
 }
 
 }  // namespace estuary::onnx_frontend

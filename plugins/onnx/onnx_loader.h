@@ -7,20 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "estuary/frontend/frontend.h"
 #include "estuary/ir/graph.h"
 #include "estuary/support/mapped_file.h"
 #include "onnx_model.h"
 
 namespace estuary::onnx_frontend {
-
-// One op the frontend cannot translate, with every node using it.
-struct UnsupportedOp {
-  std::string op_type;
-  std::string domain;   // "" for the default domain
-  int64_t opset = 0;    // the model's version of that domain
-  std::string reason;   // why: "no translation", "not in opset 12", ...
-  std::vector<std::string> node_names;  // "#3" for an unnamed node
-};
 
 class OnnxModel {
  public:
@@ -34,12 +26,16 @@ class OnnxModel {
   int64_t opset() const { return opset_; }
 
   // Every op of the main graph and its subgraphs that cannot be translated, in order of
-  // first appearance.
+  // first appearance, with its nodes (an unnamed node as "#<position in its graph>").
   std::vector<UnsupportedOp> unsupportedOps() const;
 
-  // Translates the model into core IR with inferred types. Raises an Error naming the file
-  // and node on anything it cannot translate (check unsupportedOps() first for a full list).
+  // Translates the model into core IR with inferred types. Raises UnsupportedOpsError
+  // listing unsupportedOps() when there are any, an Error naming the file and node on
+  // anything else it cannot translate.
   std::unique_ptr<Graph> toGraph() const;
+
+  // The model's facts, without translating it.
+  ModelInfo describe() const;
 
   struct Stats {
     size_t wrapped_tensors = 0;  // weights left in the file's mapping
