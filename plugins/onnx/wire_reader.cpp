@@ -24,15 +24,16 @@ void WireReader::fail(const char* at, const std::string& what) const {
 }
 
 uint64_t WireReader::readVarint(std::string_view& bytes, std::string_view what) const {
+  const char* start = bytes.data();
   uint64_t value = 0;
   for (int shift = 0; shift < 64; shift += 7) {
-    if (bytes.empty()) fail(bytes.data(), "the varint of " + std::string(what) + " runs past the end");
+    if (bytes.empty()) fail(start, "the varint of " + std::string(what) + " runs past the end");
     auto byte = static_cast<uint8_t>(bytes.front());
     bytes.remove_prefix(1);
     value |= static_cast<uint64_t>(byte & 0x7f) << shift;
     if ((byte & 0x80) == 0) return value;
   }
-  fail(bytes.data(), "the varint of " + std::string(what) + " is longer than 10 bytes");
+  fail(start, "the varint of " + std::string(what) + " is longer than 10 bytes");
 }
 
 bool WireReader::next(WireField& field) {
