@@ -1,8 +1,9 @@
 // Conv and ConvTranspose. oneDNN's convolution/deconvolution primitives run the 1-D to 3-D
 // f32/bf16/f16 cases; constant weights are reordered at build time into the blocked
-// format the primitive prefers. Activations are plain NC+spatial unless the caller's
-// ActivationLayout asks for a blocked format. Everything else (f64, more than three
-// spatial axes, cases oneDNN declines) runs on an own im2col + GEMM kernel.
+// format the primitive prefers. Activations are in the layout of their TensorDesc (the
+// plan builder's layout assignment keeps convolution chains in the one oneDNN prefers,
+// preferredConvLayout()). Everything else (f64, more than three spatial axes, cases
+// oneDNN declines) runs on an own im2col + GEMM kernel, on plain tensors only.
 #include <array>
 
 #include "cpu/nn_kernels.h"
@@ -83,12 +84,6 @@ ConvGeometry convGeometry(const KernelBuildContext& context, bool transpose) {
     geometry.pad_end.push_back(end);
   }
   return geometry;
-}
-
-dnnl::memory::desc activationDesc(const TensorDesc& desc, dnnl::memory::format_tag format) {
-  if (format == dnnl::memory::format_tag::undef) return plainDesc(desc);
-  return dnnl::memory::desc(dnnl::memory::dims(desc.dims.begin(), desc.dims.begin() + desc.rank),
-                            dnnlType(desc.dtype), format);
 }
 
 // oneDNN's view of ONNX weights. Conv: [M, C/g, k...] is goihw as it is. ConvTranspose:
@@ -204,25 +199,25 @@ class ReorderedConvKernel final : public Kernel {
   size_t src_bytes_, dst_bytes_, num_inputs_;
 };
 
-std::unique_ptr<Kernel> reorderKernel(const dnnl::engine& engine, const dnnl::memory::desc& from,
-                                      const dnnl::memory::desc& to) {
-  dnnl::reorder::primitive_desc pd(engine, from, engine, to, scratchpadAttr());
-  return std::make_unique<OnednnKernel>(
-      "onednn:reorder", engine, dnnl::reorder(pd), pd.scratchpad_desc().get_size(),
-      std::vector<OnednnArg>{{DNNL_ARG_FROM, OnednnArg::Source::Input, 0, from},
-                             {DNNL_ARG_TO, OnednnArg::Source::Output, 0, to},
-                             {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}});
+bool allPlain(const KernelBuildContext& context) {
+  for (size_t i = 0; i < context.numInputs(); ++i) {
+    if (context.hasInput(i) && context.input(i).layout != Layout::Plain) return false;
+  }
+  return context.output(0).layout == Layout::Plain;
 }
 
 std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
-                                   const Epilogue& epilogue, const ActivationLayout& layout) {
+                                   const Epilogue& epilogue) {
   const DType dtype = context.output(0).dtype;
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return nullptr;
   if (geometry.in.size() < 1 || geometry.in.size() > 3) return nullptr;
+  for (size_t i = 1; i < 3; ++i) {
+    if (context.hasInput(i) && context.input(i).layout != Layout::Plain) return nullptr;  // W and B
+  }
   const dnnl::engine& engine = cpuOf(context).engine();
-  const bool plain = layout.src == dnnl::memory::format_tag::undef && layout.dst == dnnl::memory::format_tag::undef;
-  dnnl::memory::desc src = activationDesc(context.input(0), layout.src);
-  dnnl::memory::desc dst = activationDesc(context.output(0), layout.dst);
+  const bool plain = allPlain(context);
+  dnnl::memory::desc src = layoutDesc(context.input(0));
+  dnnl::memory::desc dst = layoutDesc(context.output(0));
   dnnl::memory::desc weights = weightsDesc(geometry, dtype, transpose);
   const Tensor* constant_weights = context.constantInput(1);
   dnnl::memory::desc weights_request =
@@ -249,7 +244,7 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
   }
   dnnl::post_ops post_ops;
   std::vector<OnednnArg> args;
-  if (!appendEpilogue(context, steps, dst, 1, layout.dst, post_ops, args)) return nullptr;
+  if (!appendEpilogue(context, steps, dst, 1, post_ops, args)) return nullptr;
   dnnl::primitive_attr attr = scratchpadAttr();
   attr.set_post_ops(post_ops);
   dnnl::memory::desc bias_md = bias ? bias->desc : dnnl::memory::desc();
@@ -264,6 +259,9 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
     blocked = convPrimitive(engine, transpose, any(src), weights_request, bias_md, any(dst), geometry, attr);
     if (blocked && (!blocked->direct() || context.numInputs() > ReorderedConvKernel::kMaxInputs)) blocked.reset();
   }
+  // A layout was chosen for speed: a slow implementation for it is declined, so that the
+  // layout assignment keeps this convolution plain instead.
+  if (!plain && (!conv || !conv->direct())) return nullptr;
   if (!conv && !blocked) return nullptr;
   const ConvPrimitive& chosen = blocked ? *blocked : *conv;
   args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
@@ -280,9 +278,10 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
   auto kernel = std::make_unique<PackedOnednnKernel>(chosen.label, engine, chosen.primitive,
                                                      chosen.scratchpad.get_size(), std::move(args), std::move(owned));
   if (!blocked) return kernel;
-  return std::make_unique<ReorderedConvKernel>(reorderKernel(engine, src, blocked->src), std::move(kernel),
-                                               reorderKernel(engine, blocked->dst, dst), blocked->src.get_size(),
-                                               blocked->dst.get_size(), context.numInputs());
+  return std::make_unique<ReorderedConvKernel>(
+      reorderKernel(engine, src, blocked->src, "onednn:reorder"), std::move(kernel),
+      reorderKernel(engine, blocked->dst, dst, "onednn:reorder"), blocked->src.get_size(), blocked->dst.get_size(),
+      context.numInputs());
 }
 
 // ---------------------------------------------------------------------------- own kernel
@@ -399,39 +398,58 @@ std::unique_ptr<Kernel> ownConv(const KernelBuildContext& context, const ConvGeo
   return kernel;
 }
 
-std::unique_ptr<Kernel> makeConvLike(const KernelBuildContext& context, const Epilogue& epilogue,
-                                     const ActivationLayout& layout, bool transpose) {
+std::unique_ptr<Kernel> makeConvLike(const KernelBuildContext& context, const Epilogue& epilogue, bool transpose) {
   for (size_t i = 0; i < 3; ++i) {
     if (context.hasInput(i) && context.input(i).dtype != context.output(0).dtype) return nullptr;
   }
   ConvGeometry geometry = convGeometry(context, transpose);
+  const bool plain = allPlain(context);
   if (context.output(0).numElements() == 0) {
-    return epilogue.empty() ? makeZeroFillKernel(context, "cpu:conv (empty)") : nullptr;
+    return epilogue.empty() && plain ? makeZeroFillKernel(context, "cpu:conv (empty)") : nullptr;
   }
-  if (std::unique_ptr<Kernel> kernel = onednnConv(context, geometry, transpose, epilogue, layout)) return kernel;
-  const bool plain = layout.src == dnnl::memory::format_tag::undef && layout.dst == dnnl::memory::format_tag::undef;
+  if (std::unique_ptr<Kernel> kernel = onednnConv(context, geometry, transpose, epilogue)) return kernel;
   if (!epilogue.empty() || !plain) return nullptr;
   return ownConv(context, geometry, transpose);
 }
 
 }  // namespace
 
-std::unique_ptr<Kernel> makeConvKernel(const KernelBuildContext& context, const Epilogue& epilogue,
-                                       const ActivationLayout& layout) {
-  return buildPreferringF32(context,
-                            [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, layout, false); });
+std::unique_ptr<Kernel> makeConvKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
+  if (!allPlain(context) && context.output(0).dtype != DType::F32) return nullptr;  // no f32 detour for layouts
+  return buildPreferringF32(context, [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, false); });
 }
 
-std::unique_ptr<Kernel> makeConvTransposeKernel(const KernelBuildContext& context, const Epilogue& epilogue,
-                                                const ActivationLayout& layout) {
-  return buildPreferringF32(context,
-                            [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, layout, true); });
+std::unique_ptr<Kernel> makeConvTransposeKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
+  if (!allPlain(context) && context.output(0).dtype != DType::F32) return nullptr;
+  return buildPreferringF32(context, [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, true); });
+}
+
+std::optional<Layout> preferredConvLayout(const KernelBuildContext& context) {
+  const TensorDesc& x = context.input(0);
+  if (x.dtype != DType::F32 || x.rank < 3 || x.rank > 5 || !context.hasInput(1)) return std::nullopt;
+  BuildThreads threads(context.maxThreads());
+  ConvGeometry geometry = convGeometry(context, false);
+  auto any = [](const TensorDesc& desc) {
+    return dnnl::memory::desc(dnnl::memory::dims(desc.dims.begin(), desc.dims.begin() + desc.rank),
+                              dnnlType(desc.dtype), dnnl::memory::format_tag::any);
+  };
+  dnnl::memory::desc weights = weightsDesc(geometry, x.dtype, false);
+  std::optional<ConvPrimitive> conv =
+      convPrimitive(cpuOf(context).engine(), false, any(x),
+                    dnnl::memory::desc(weights.dims(), weights.data_type(), dnnl::memory::format_tag::any),
+                    dnnl::memory::desc(), any(context.output(0)), geometry, scratchpadAttr());
+  if (!conv || !conv->direct()) return std::nullopt;
+  return layoutOf(conv->dst, context.output(0));
 }
 
 void registerConvKernels(KernelRegistry& registry) {
-  registry.add("Conv", "", [](const KernelBuildContext& context) { return makeConvKernel(context, {}); });
-  registry.add("ConvTranspose", "",
-               [](const KernelBuildContext& context) { return makeConvTransposeKernel(context, {}); });
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    const bool transpose = op[4] == 'T';
+    auto factory = [transpose](const KernelBuildContext& context) {
+      return transpose ? makeConvTransposeKernel(context, {}) : makeConvKernel(context, {});
+    };
+    registry.addLayoutAware(op, "", factory);
+  }
 }
 
 }  // namespace estuary::ge::cpu

@@ -1,6 +1,7 @@
 #include "cpu/cpu_device.h"
 
 #include "cpu/epilogue_fusion.h"
+#include "cpu/layout_assignment.h"
 
 #include "estuary/plugin/extensions.h"
 
@@ -39,6 +40,8 @@ KernelRegistry& KernelRegistry::global() {
     cpu::registerTensorKernels(*kernels);
     cpu::registerFusedOpSchemas(OpRegistry::global());
     cpu::registerFusedKernels(*kernels);
+    cpu::registerLayoutOpSchemas(OpRegistry::global());
+    cpu::registerLayoutKernels(*kernels);
     return kernels;
   }();
   // Offered to plugins once the built-in kernels are in, so a plugin's kernel takes precedence.

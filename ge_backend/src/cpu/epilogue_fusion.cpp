@@ -231,11 +231,17 @@ void registerFusedKernels(KernelRegistry& registry) {
       {&kBaseOps[3], makeGemmKernel},
   };
   for (const auto& [base, make] : makers) {
-    registry.add(base->fused, "estuary", [base = base, make = make](const KernelBuildContext& context) {
+    auto factory = [base = base, make = make](const KernelBuildContext& context) {
       std::optional<Epilogue> epilogue = epilogueOf(context, *base);
       if (!epilogue) context.fail("its epilogue has a step the CPU kernel cannot apply");
       return make(context, *epilogue);
-    });
+    };
+    // The convolutions run in other layouts than Plain too (makeConvKernel).
+    if (base->channel_axis == 1) {
+      registry.addLayoutAware(base->fused, "estuary", factory);
+    } else {
+      registry.add(base->fused, "estuary", factory);
+    }
   }
 }
 
