@@ -297,10 +297,13 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
       size_t buffer = newBuffer(context.output(o).byteSize(), step, Slot::Kind::Arena);
       buffer_of[node->output(o)] = buffer;
       entry.outputs.push_back(buffer);
-      // Write over an input nothing reads afterwards, when the kernel allows it.
+      // Write over an input nothing reads afterwards (nor this node at another operand),
+      // when the kernel allows it.
       if (auto in_place = entry.kernel->inPlaceInput(o)) {
         Value* input = node->input(*in_place);
-        if (input && input->uses().size() == 1 && lastUse(input) == step) {
+        const std::vector<Value*> operands = node->inputs();
+        const auto reads = std::count(operands.begin(), operands.end(), input);
+        if (input && reads == 1 && lastUse(input) == step) {
           size_t input_root = root(buffers, buffer_of.at(input));
           if (buffers[input_root].slot.kind == Slot::Kind::Arena && buffers[input_root].bytes == buffers[buffer].bytes) {
             buffers[buffer].parent = static_cast<int64_t>(input_root);

@@ -206,6 +206,45 @@ bool allPlain(const KernelBuildContext& context) {
   return context.output(0).layout == Layout::Plain;
 }
 
+// A convolution whose epilogue adds a residual of the output's own desc: the memory
+// planner may give the output the residual's buffer (inPlaceInput). The run then takes the
+// variant with oneDNN's sum post-op, which adds what the buffer holds; otherwise the one
+// reading the residual as a binary post-op operand.
+class ResidualInPlaceConvKernel final : public Kernel {
+ public:
+  ResidualInPlaceConvKernel(std::unique_ptr<Kernel> separate, std::unique_ptr<Kernel> in_place, size_t residual)
+      : separate_(std::move(separate)), in_place_(std::move(in_place)), residual_(residual) {}
+
+  size_t scratchBytes() const override { return std::max(separate_->scratchBytes(), in_place_->scratchBytes()); }
+  std::optional<size_t> inPlaceInput(size_t output) const override {
+    return output == 0 ? std::optional<size_t>(residual_) : std::nullopt;
+  }
+  std::unique_ptr<KernelState> createState() const override {
+    auto state = std::make_unique<States>();
+    state->separate = separate_->createState();
+    state->in_place = in_place_->createState();
+    return state;
+  }
+  void run(const KernelArgs& args, KernelState* raw_state) const override {
+    auto* state = static_cast<States*>(raw_state);
+    if (args.outputs[0] == args.inputs[residual_]) {
+      in_place_->run(args, state->in_place.get());
+    } else {
+      separate_->run(args, state->separate.get());
+    }
+  }
+  std::string name() const override {
+    return in_place_->name() + " (residual summed in place; else " + separate_->name() + ")";
+  }
+
+ private:
+  struct States final : KernelState {
+    std::unique_ptr<KernelState> separate, in_place;
+  };
+  std::unique_ptr<Kernel> separate_, in_place_;
+  size_t residual_;
+};
+
 std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
                                    const Epilogue& epilogue) {
   const DType dtype = context.output(0).dtype;
@@ -263,21 +302,50 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
   // layout assignment keeps this convolution plain instead.
   if (!plain && (!conv || !conv->direct())) return nullptr;
   if (!conv && !blocked) return nullptr;
-  const ConvPrimitive& chosen = blocked ? *blocked : *conv;
-  args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
-  args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
-  args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
-  std::vector<std::vector<std::byte>> owned;
-  if (constant_weights) {
-    owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
-  } else {
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
+  auto packed = [&](const ConvPrimitive& chosen, std::vector<OnednnArg> chosen_args) {
+    chosen_args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
+    chosen_args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
+    chosen_args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
+    std::vector<std::vector<std::byte>> owned;
+    if (constant_weights) {
+      owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
+      chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
+    } else {
+      chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
+    }
+    if (bias) chosen_args.push_back(*bias);
+    return std::make_unique<PackedOnednnKernel>(chosen.label, engine, chosen.primitive, chosen.scratchpad.get_size(),
+                                                std::move(chosen_args), std::move(owned));
+  };
+  std::unique_ptr<Kernel> kernel = packed(blocked ? *blocked : *conv, std::move(args));
+  if (!blocked) {
+    // A residual of the result's own desc may be overwritten in place: the sum post-op
+    // (dst += ...) then replaces the binary add, which oneDNN's fastest 1x1 kernels lack.
+    std::optional<size_t> residual;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const EpilogueStep& step = steps[k];
+      if (step.kind != EpilogueStep::Kind::Residual || step.input < 3 || context.input(step.input) != context.output(0)) {
+        continue;
+      }
+      residual = k;
+      break;
+    }
+    if (!residual) return kernel;
+    dnnl::post_ops sum_ops;
+    std::vector<OnednnArg> sum_args;
+    const std::vector<EpilogueStep> before(steps.begin(), steps.begin() + *residual),
+        after(steps.begin() + *residual + 1, steps.end());
+    if (!appendEpilogue(context, before, dst, 1, sum_ops, sum_args)) return kernel;
+    sum_ops.append_sum(1.f);
+    if (!appendEpilogue(context, after, dst, 1, sum_ops, sum_args)) return kernel;
+    dnnl::primitive_attr sum_attr = scratchpadAttr();
+    sum_attr.set_post_ops(sum_ops);
+    std::optional<ConvPrimitive> summed =
+        convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, sum_attr);
+    if (!summed || !summed->direct()) return kernel;
+    return std::make_unique<ResidualInPlaceConvKernel>(std::move(kernel), packed(*summed, std::move(sum_args)),
+                                                       steps[*residual].input);
   }
-  if (bias) args.push_back(*bias);
-  auto kernel = std::make_unique<PackedOnednnKernel>(chosen.label, engine, chosen.primitive,
-                                                     chosen.scratchpad.get_size(), std::move(args), std::move(owned));
-  if (!blocked) return kernel;
   return std::make_unique<ReorderedConvKernel>(
       reorderKernel(engine, src, blocked->src, "onednn:reorder"), std::move(kernel),
       reorderKernel(engine, blocked->dst, dst, "onednn:reorder"), blocked->src.get_size(), blocked->dst.get_size(),
