@@ -3,7 +3,7 @@
 // the bottleneck chain against the same network written with oneDNN directly.
 //
 //   cnn_bench [--model resnet50|mobilenetv2|bottleneck|FILE.eom] [--batch N] [--threads T]
-//             [--seconds S]
+//             [--seconds S] [--layouts-only 1]
 //
 // The synthetic models (cnn_graphs.h) are built with random weights; a .eom file (from
 // `estuary build`) runs with its inputs' symbolic dims set to the batch. Prints one
@@ -168,15 +168,17 @@ int main(int argc, char** argv) {
   int64_t batch = 1;
   int threads = 1;
   double seconds = 3.0;
+  bool layouts_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model") model_name = argv[i + 1];
     else if (flag == "--batch") batch = std::atoll(argv[i + 1]);
     else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
     else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
+    else if (flag == "--layouts-only") layouts_only = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "unknown option %s\nusage: cnn_bench [--model resnet50|mobilenetv2|bottleneck|FILE.eom] "
-                           "[--batch N] [--threads T] [--seconds S]\n", argv[i]);
+                           "[--batch N] [--threads T] [--seconds S] [--layouts-only 1]\n", argv[i]);
       return 2;
     }
   }
@@ -197,11 +199,12 @@ int main(int argc, char** argv) {
     return graph ? ge::CompiledModel::build(*graph, options) : ge::CompiledModel::load(model_name, options);
   };
   EstuaryRun layouts = timeModel(build(std::nullopt), batch, seconds);
-  EstuaryRun plain = timeModel(build(ge::Layout::Plain), batch, seconds);
   auto row = [&](const char* name, double value, const std::string& summary) {
     std::printf("| %s | %.3f | %.2f | %s |\n", name, value * 1e3, value / layouts.seconds, summary.c_str());
   };
   row("Estuary, layout assignment", layouts.seconds, layouts.summary);
+  if (layouts_only) return 0;
+  EstuaryRun plain = timeModel(build(ge::Layout::Plain), batch, seconds);
   row("Estuary, plain NCHW", plain.seconds, plain.summary);
   if (model_name == "bottleneck") {
     std::string implementations;
