@@ -141,6 +141,14 @@ size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kerne
           continue;
         }
         auto found = inside.find(input);
+        if (found == inside.end() && !step->is("Add") && !step->is("Mul") && constantOf(input)) {
+          // An activation's constant parameters (Clip's bounds) are copied inside, where the
+          // kernel reads them from the step itself.
+          Node* constant = epilogue->createNode("Constant", {});
+          constant->setAttr("value", *input->producer()->attr("value"));
+          constant->output()->setType(input->type());
+          found = inside.emplace(input, constant->output()).first;
+        }
         if (found == inside.end()) {
           operands.push_back(input);
           found = inside.emplace(input, epilogue->addInput("operand" + std::to_string(operands.size()),
@@ -195,6 +203,7 @@ std::optional<Epilogue> epilogueOf(const KernelBuildContext& context, const Base
   Epilogue epilogue;
   const Value* current = body.input(0);
   for (Node* step : body.nodes()) {
+    if (step->is("Constant")) continue;  // an activation's parameter
     if (step->numInputs() == 0 || (step->input(0) != current && (step->numInputs() < 2 || step->input(1) != current))) {
       return std::nullopt;
     }
