@@ -190,6 +190,30 @@ TEST(LayoutAssignment, ANodeWithoutALayoutKernelGetsPlainInputs) {
   EXPECT_EQ(reorderLines(blocked.report).size(), 4u);
 }
 
+TEST(LayoutAssignment, ChannelConcatStaysInTheLayout) {
+  // Two branches of 16 and 20 channels concatenated (an Inception/DenseNet pattern), batch 2.
+  auto graph = withConstants(R"(graph @g(%x: f32[2,8,9,9], %wa: f32[16,8,1,1], %wb: f32[20,8,3,3], %wc: f32[12,36,3,3]) {
+  %a = Conv(%x, %wa) : f32[2,16,9,9]
+  %b = Conv(%x, %wb) {pads = [1, 1, 1, 1]} : f32[2,20,9,9]
+  %ra = Relu(%a) : f32[2,16,9,9]
+  %cat = Concat(%ra, %b) {axis = 1} : f32[2,36,9,9]
+  %y = Conv(%cat, %wc) {pads = [1, 1, 1, 1]} : f32[2,12,9,9]
+  return %y
+})", {"wa", "wb", "wc"});
+  auto inputs = randomInputs(*graph);
+  Result plain = run(*graph, Layout::Plain, inputs);
+  for (Layout layout : kLayouts) {
+    Result result = run(*graph, layout, inputs);
+    expectClose(result.values, plain.values, layoutName(layout));
+  }
+  // Channels last splits at any channel: the concat runs in the layout, two reorders stay.
+  Result nhwc = run(*graph, Layout::ChannelsLast, inputs);
+  EXPECT_EQ(reorderLines(nhwc.report).size(), 2u);
+  bool concat_in_layout = false;
+  for (const std::string& line : nhwc.report.kernels) concat_in_layout |= line.find("onednn:concat") != std::string::npos;
+  EXPECT_TRUE(concat_in_layout);
+}
+
 // The planner's invariant on the plan itself: every arena argument is sized for its desc
 // (padded channels included), and a value written at one step is not overwritten by another
 // step before its last reader.

@@ -31,6 +31,14 @@ std::optional<dnnl::algorithm> binaryAlgorithm(const Node& node) {
   return std::nullopt;
 }
 
+// Concat along the channel axis.
+bool isChannelConcat(const Node& node) {
+  if (!node.is("Concat") || !node.output()->shape().isRanked()) return false;
+  const int64_t rank = static_cast<int64_t>(node.output()->shape().rank());
+  const int64_t axis = node.intAttr("axis", 0);
+  return (axis < 0 ? axis + rank : axis) == 1;
+}
+
 bool isConstant(const Value* value) { return value && value->producer() && value->producer()->is("Constant"); }
 
 bool sameStaticShape(const Value* a, const Value* b) {
@@ -54,6 +62,11 @@ std::vector<size_t> layoutInputs(const Node& node) {
     }
   } else if (isPooling(node) || node.is("BatchNormalization") || activationSteps(node).size() == 1) {
     inputs.push_back(0);
+  } else if (isChannelConcat(node)) {
+    for (size_t i = 0; i < node.numInputs(); ++i) {
+      if (!node.input(i)) return {};
+      inputs.push_back(i);
+    }
   } else if (binaryAlgorithm(node)) {
     if (!sameStaticShape(node.input(0), output) || !sameStaticShape(node.input(1), output)) return {};
     inputs = {0, 1};
@@ -207,9 +220,39 @@ std::unique_ptr<Kernel> makeLayoutBinary(const KernelBuildContext& context, dnnl
   }
 }
 
+// Concat along channels of tensors in one layout (other axes stay with the plain kernel).
+std::unique_ptr<Kernel> makeLayoutConcat(const KernelBuildContext& context) {
+  const TensorDesc& output = context.output(0);
+  if (!anyNotPlain(context) || output.dtype != DType::F32 || output.rank < 3) return nullptr;
+  int64_t axis = context.intAttr("axis");
+  if ((axis < 0 ? axis + output.rank : axis) != 1) return nullptr;
+  BuildThreads threads(context.maxThreads());
+  const dnnl::engine& engine = cpuOf(context).engine();
+  std::vector<dnnl::memory::desc> sources;
+  std::vector<OnednnArg> args;
+  for (size_t i = 0; i < context.numInputs(); ++i) {
+    if (!context.hasInput(i) || context.input(i).layout != output.layout || context.input(i).dtype != DType::F32) {
+      return nullptr;
+    }
+    sources.push_back(layoutDesc(context.input(i)));
+    args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), OnednnArg::Source::Input, i, sources.back()});
+  }
+  try {
+    const dnnl::memory::desc dst = layoutDesc(output);
+    dnnl::concat::primitive_desc pd(dst, 1, sources, engine, scratchpadAttr());
+    args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst});
+    args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()});
+    return std::make_unique<OnednnKernel>("onednn:concat " + implName(pd), engine, dnnl::concat(pd),
+                                          pd.scratchpad_desc().get_size(), std::move(args));
+  } catch (const dnnl::error&) {
+    return nullptr;  // e.g. blocked channels that do not split at block boundaries
+  }
+}
+
 }  // namespace
 
 void registerLayoutKernels(KernelRegistry& registry) {
+  registry.addLayoutAware("Concat", "", makeLayoutConcat);
   registry.addLayoutAware("Reorder", "estuary", makeReorder);
   // The single-step activations activationSteps() knows, but Log: log(0) = -inf in a blocked
   // tensor's zero channel padding would turn a following convolution's sums into NaN.

@@ -1,6 +1,6 @@
 #pragma once
 // Layout assignment: chains of convolutions, with the pooling, batch normalization,
-// activation and element-wise nodes between them, keep their activations in the layout
+// activation, element-wise and channel Concat nodes between them, keep their activations in the layout
 // oneDNN's convolutions run fastest on (TensorDesc::layout). The first convolution of a
 // chain picks the layout (oneDNN's own choice with format_tag::any, or a forced one), the
 // nodes after it take it over when their kernels accept it, and estuary::Reorder nodes are
@@ -44,8 +44,8 @@ std::optional<Layout> preferredConvLayout(const KernelBuildContext& context);
 // estuary::Reorder(X) -> Y: Y holds X's values in another memory layout (attribute
 // `layout`, one of layoutName()); only the backend's layout assignment creates it.
 void registerLayoutOpSchemas(OpRegistry& registry);
-// Reorder, and oneDNN kernels for activations and same-shape binary element-wise ops on
-// tensors that are not Plain.
+// Reorder, and oneDNN kernels for activations, same-shape binary element-wise ops and
+// Concat along channels on tensors that are not Plain.
 void registerLayoutKernels(KernelRegistry& registry);
 
 }  // namespace estuary::ge::cpu
