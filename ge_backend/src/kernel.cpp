@@ -22,10 +22,34 @@ TensorDesc TensorDesc::of(DType dtype, const std::vector<int64_t>& dims) {
   return desc;
 }
 
+const char* layoutName(Layout layout) {
+  switch (layout) {
+    case Layout::Plain: return "plain";
+    case Layout::ChannelsLast: return "nhwc";
+    case Layout::Blocked8: return "nChw8c";
+    case Layout::Blocked16: return "nChw16c";
+  }
+  return "?";
+}
+
+int channelBlock(Layout layout) {
+  switch (layout) {
+    case Layout::Blocked8: return 8;
+    case Layout::Blocked16: return 16;
+    default: return 1;
+  }
+}
+
 int64_t TensorDesc::numElements() const {
   int64_t count = 1;
   for (int i = 0; i < rank; ++i) count *= dims[i];
   return count;
+}
+
+int64_t TensorDesc::storedElements() const {
+  const int64_t block = channelBlock(layout);
+  if (block == 1 || rank < 2 || dims[1] % block == 0) return numElements();
+  return numElements() / dims[1] * ((dims[1] + block - 1) / block * block);
 }
 
 std::string TensorDesc::str() const {
@@ -35,11 +59,14 @@ std::string TensorDesc::str() const {
     if (i) text += ',';
     text += std::to_string(dims[i]);
   }
-  return text + ']';
+  text += ']';
+  if (layout != Layout::Plain) text += std::string("{") + layoutName(layout) + "}";
+  return text;
 }
 
 bool operator==(const TensorDesc& a, const TensorDesc& b) {
-  return a.dtype == b.dtype && a.rank == b.rank && std::equal(a.dims.begin(), a.dims.begin() + a.rank, b.dims.begin());
+  return a.dtype == b.dtype && a.rank == b.rank && a.layout == b.layout &&
+         std::equal(a.dims.begin(), a.dims.begin() + a.rank, b.dims.begin());
 }
 
 const Attribute* KernelBuildContext::attr(std::string_view name) const {
@@ -86,6 +113,11 @@ void KernelRegistry::add(std::string_view op_type, std::string_view domain, Kern
   candidates.insert(candidates.begin(), Entry{std::move(keep_alive), std::move(factory)});
 }
 
+void KernelRegistry::addLayoutAware(std::string_view op_type, std::string_view domain, KernelFactory factory) {
+  auto& candidates = entries_[qualified(op_type, domain)];
+  candidates.insert(candidates.begin(), Entry{nullptr, std::move(factory), true});
+}
+
 bool KernelRegistry::has(std::string_view op_type, std::string_view domain) const {
   return entries_.find(qualified(op_type, domain)) != entries_.end();
 }
@@ -104,7 +136,11 @@ std::shared_ptr<const Kernel> KernelRegistry::create(const KernelBuildContext& c
   if (it == entries_.end()) {
     raise(node.describe(), ": the CPU device has no kernel for op ", node.qualifiedOpType());
   }
+  bool all_plain = true;
+  for (size_t i = 0; i < context.numInputs(); ++i) all_plain &= context.input(i).layout == Layout::Plain;
+  for (size_t o = 0; o < context.numOutputs(); ++o) all_plain &= context.output(o).layout == Layout::Plain;
   for (const Entry& entry : it->second) {
+    if (!all_plain && !entry.layout_aware) continue;
     std::unique_ptr<Kernel> kernel = entry.factory(context);
     if (!kernel) continue;
     if (!entry.keep_alive) return std::shared_ptr<const Kernel>(std::move(kernel));

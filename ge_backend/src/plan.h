@@ -18,6 +18,7 @@ struct Slot {
   uint32_t index = 0;           // Input/Output: which graph input or output
   size_t offset = 0;            // Arena: byte offset
   const void* constant = nullptr;
+  TensorDesc desc;  // what the kernel reads or writes here, layout included (byteSize() bytes)
 };
 
 struct Step {

@@ -11,16 +11,13 @@
 #include "estuary/transforms/dce.h"
 #include "control_flow.h"
 #include "data_dependent.h"
+#include "estuary/transforms/shape_inference.h"
+#include "batch_norm_folding.h"
 #include "cpu/epilogue_fusion.h"
+#include "cpu/layout_assignment.h"
 #include "plan.h"
 
 namespace estuary::ge {
-
-const Tensor* constantOf(const Value* value) {
-  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
-  const Attribute* attr = value->producer()->attr("value");
-  return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
-}
 
 std::string shapeSignature(const std::vector<TensorDesc>& inputs) {
   std::string key;
@@ -47,7 +44,9 @@ class CopyKernel final : public Kernel {
   size_t bytes_;
 };
 
-std::vector<TensorDesc> descsOf(const std::vector<Value*>& values, const Node& node) {
+// `layouts`: one per value, or empty for all Plain.
+std::vector<TensorDesc> descsOf(const std::vector<Value*>& values, const Node& node,
+                                const std::vector<Layout>& layouts = {}) {
   std::vector<TensorDesc> descs;
   descs.reserve(values.size());
   for (const Value* value : values) {
@@ -60,16 +59,28 @@ std::vector<TensorDesc> descsOf(const std::vector<Value*>& values, const Node& n
             " after shape inference; the backend needs static shapes here");
     }
     descs.push_back(TensorDesc::of(value->type()));
+    if (!layouts.empty()) descs.back().layout = layouts[descs.size() - 1];
   }
   return descs;
 }
 
-KernelBuildContext contextFor(const Node& node, const Device& device, int threads) {
+KernelBuildContext contextFor(const Node& node, const Device& device, int threads,
+                              const std::vector<Layout>& input_layouts = {},
+                              const std::vector<Layout>& output_layouts = {}) {
   std::vector<Value*> inputs = node.inputs();
   std::vector<const Tensor*> constants;
   for (Value* input : inputs) constants.push_back(constantOf(input));
-  return KernelBuildContext(node, descsOf(inputs, node), descsOf(node.outputs(), node), std::move(constants),
-                            device, threads);
+  return KernelBuildContext(node, descsOf(inputs, node, input_layouts), descsOf(node.outputs(), node, output_layouts),
+                            std::move(constants), device, threads);
+}
+
+std::vector<Layout> layoutsOf(const std::vector<Value*>& values, const cpu::LayoutMap& layouts) {
+  std::vector<Layout> result;
+  for (const Value* value : values) {
+    auto found = layouts.find(value);
+    result.push_back(found == layouts.end() ? Layout::Plain : found->second);
+  }
+  return result;
 }
 
 void replaceWithConstants(Graph& graph, Node* node, std::vector<Tensor> values) {
@@ -175,6 +186,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   inferWithControlFlow(graph);
   boundDataDependentOutputs(graph);
   report.folded_constants = foldConstants(graph, device);
+  report.folded_batch_norms = foldBatchNormsIntoConvs(graph);
   canonicalize(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
   eliminateDeadCode(graph);
@@ -187,6 +199,18 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
       }
     });
   }
+  cpu::LayoutAssignment layouts = cpu::assignLayouts(
+      graph, options.activation_layout,
+      [&](const Node& conv) { return cpu::preferredConvLayout(contextFor(conv, device, num_threads)); },
+      [&](const Node& node, const std::vector<Layout>& input_layouts, const std::vector<Layout>& output_layouts) {
+        try {
+          return device.kernels().create(contextFor(node, device, num_threads, input_layouts, output_layouts)) !=
+                 nullptr;
+        } catch (const Error&) {
+          return false;  // no kernel takes these layouts: the node stays Plain
+        }
+      });
+  report.layout_reorders = layouts.reorders;
 
   makeCapturesExplicit(graph);
 
@@ -229,6 +253,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     std::shared_ptr<const Kernel> kernel;
     std::vector<int64_t> inputs;   // buffer per input, -1 when absent
     std::vector<size_t> outputs;   // buffer per output
+    std::vector<TensorDesc> descs; // per input, then per output
     int64_t scratch = -1;
     std::string label;
   };
@@ -251,10 +276,13 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   report.kernels.clear();
   for (size_t step = 0; step < nodes.size(); ++step) {
     Node* node = nodes[step];
-    KernelBuildContext context = contextFor(*node, device, num_threads);
+    KernelBuildContext context = contextFor(*node, device, num_threads, layoutsOf(node->inputs(), layouts.layouts),
+                                            layoutsOf(node->outputs(), layouts.layouts));
     PendingStep entry;
     entry.kernel = device.kernels().create(context);
     entry.label = node->describe() + " -> " + entry.kernel->name();
+    for (size_t i = 0; i < context.numInputs(); ++i) entry.descs.push_back(context.input(i));
+    for (size_t o = 0; o < context.numOutputs(); ++o) entry.descs.push_back(context.output(o));
     for (Value* input : node->inputs()) {
       entry.inputs.push_back(input ? static_cast<int64_t>(buffer_of.at(input)) : -1);
       if (input) readAt(buffer_of.at(input), step);
@@ -263,10 +291,13 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
       size_t buffer = newBuffer(context.output(o).byteSize(), step, Slot::Kind::Arena);
       buffer_of[node->output(o)] = buffer;
       entry.outputs.push_back(buffer);
-      // Write over an input nothing reads afterwards, when the kernel allows it.
+      // Write over an input nothing reads afterwards (nor this node at another operand),
+      // when the kernel allows it.
       if (auto in_place = entry.kernel->inPlaceInput(o)) {
         Value* input = node->input(*in_place);
-        if (input && input->uses().size() == 1 && lastUse(input) == step) {
+        const std::vector<Value*> operands = node->inputs();
+        const auto reads = std::count(operands.begin(), operands.end(), input);
+        if (input && reads == 1 && lastUse(input) == step) {
           size_t input_root = root(buffers, buffer_of.at(input));
           if (buffers[input_root].slot.kind == Slot::Kind::Arena && buffers[input_root].bytes == buffers[buffer].bytes) {
             buffers[buffer].parent = static_cast<int64_t>(input_root);
@@ -281,9 +312,11 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     steps.push_back(std::move(entry));
   }
 
-  auto addCopy = [&](size_t source, size_t bytes, Slot::Kind kind, uint32_t index, const std::string& what) {
+  auto addCopy = [&](size_t source, const TensorDesc& desc, Slot::Kind kind, uint32_t index, const std::string& what) {
     size_t step = steps.size();
+    const size_t bytes = desc.byteSize();
     PendingStep copy;
+    copy.descs = {desc, desc};
     copy.kernel = std::make_shared<CopyKernel>(bytes);
     copy.label = what + " -> copy";
     copy.inputs.push_back(static_cast<int64_t>(source));
@@ -303,7 +336,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
       owner.slot.kind = Slot::Kind::Output;
       owner.slot.index = static_cast<uint32_t>(k);
     } else {
-      addCopy(buffer_of.at(value), plan->output_descs.back().byteSize(), Slot::Kind::Output,
+      addCopy(buffer_of.at(value), plan->output_descs.back(), Slot::Kind::Output,
               static_cast<uint32_t>(k), "output " + std::to_string(k));
     }
   }
@@ -322,8 +355,8 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
       owner.slot.kind = Slot::Kind::Input;
       owner.slot.index = input_index;
     } else {
-      addCopy(buffer_of.at(update.new_value), TensorDesc::of(update.new_value->type()).byteSize(),
-              Slot::Kind::Input, input_index, "update of input '" + update.input->name() + "'");
+      addCopy(buffer_of.at(update.new_value), TensorDesc::of(update.new_value->type()), Slot::Kind::Input,
+              input_index, "update of input '" + update.input->name() + "'");
     }
   }
 
@@ -366,6 +399,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     step.num_outputs = static_cast<uint32_t>(entry.outputs.size());
     for (int64_t buffer : entry.inputs) plan->slots.push_back(slotOf(buffer));
     for (size_t buffer : entry.outputs) plan->slots.push_back(slotOf(static_cast<int64_t>(buffer)));
+    for (size_t k = 0; k < entry.descs.size(); ++k) plan->slots[step.first_slot + k].desc = entry.descs[k];
     step.scratch_offset = entry.scratch < 0 ? 0 : slotOf(entry.scratch).offset;
     step.label = std::move(entry.label);
     plan->steps.push_back(std::move(step));

@@ -231,10 +231,11 @@ struct DirectRun {
   std::string name;
 };
 
-// Builds Conv with makeConvKernel(epilogue, layout) and runs it on raw input buffers.
+// Builds Conv with makeConvKernel(epilogue) and runs it on raw input buffers; the output is
+// in `output_layout`, the inputs in their descs' layouts.
 DirectRun runConvKernel(const std::string& text, const std::vector<TensorDesc>& descs,
                         const std::vector<std::vector<std::byte>>& buffers, const cpu::Epilogue& epilogue,
-                        const cpu::ActivationLayout& layout, size_t output_bytes) {
+                        Layout output_layout, size_t output_bytes) {
   auto graph = parseGraph(text);
   Node* node = nullptr;
   for (Node* candidate : graph->nodes()) node = candidate;
@@ -242,8 +243,10 @@ DirectRun runConvKernel(const std::string& text, const std::vector<TensorDesc>& 
   Tensor weights = Tensor::copyOf(descs[1].dtype, descs[1].dimVector(), buffers[1].data());
   std::vector<const Tensor*> constants(descs.size(), nullptr);
   constants[1] = &weights;
-  KernelBuildContext context(*node, descs, {TensorDesc::of(node->output()->type())}, constants, cpuDevice(), 2);
-  std::unique_ptr<Kernel> kernel = cpu::makeConvKernel(context, epilogue, layout);
+  TensorDesc output = TensorDesc::of(node->output()->type());
+  output.layout = output_layout;
+  KernelBuildContext context(*node, descs, {output}, constants, cpuDevice(), 2);
+  std::unique_ptr<Kernel> kernel = cpu::makeConvKernel(context, epilogue);
   DirectRun run;
   if (!kernel) {
     ADD_FAILURE() << "no kernel";
@@ -279,7 +282,7 @@ TEST(ConvEpilogues, BiasReluResidualScaleAndBlockedLayout) {
                                 TensorDesc{}, TensorDesc::of(DType::F32, {32}),
                                 TensorDesc::of(DType::F32, {1, 32, 9, 9})};
   DirectRun plain = runConvKernel(text, descs, {encode(x), encode(w), {}, encode(bias), encode(residual)}, epilogue,
-                                  {}, expected.size() * 4);
+                                  Layout::Plain, expected.size() * 4);
   TestTensor actual{DType::F32, {1, 32, 9, 9}, {}};
   for (size_t i = 0; i < expected.size(); ++i) actual.values.push_back(decodeOne(DType::F32, plain.output.data(), i));
   expectNear(actual, expected, 1e-4, 1e-5, "Conv + bias + relu + residual + scale via " + plain.name);
@@ -295,10 +298,11 @@ TEST(ConvEpilogues, BiasReluResidualScaleAndBlockedLayout) {
     }
     return blocked;
   };
-  cpu::ActivationLayout layout{dnnl::memory::format_tag::nChw16c, dnnl::memory::format_tag::nChw16c};
-  DirectRun blocked = runConvKernel(text, descs,
+  std::vector<TensorDesc> blocked_descs = descs;
+  blocked_descs[0].layout = blocked_descs[4].layout = Layout::Blocked16;
+  DirectRun blocked = runConvKernel(text, blocked_descs,
                                     {encode(toBlocked(x)), encode(w), {}, encode(bias), encode(toBlocked(residual))},
-                                    epilogue, layout, expected.size() * 4);
+                                    epilogue, Layout::Blocked16, expected.size() * 4);
   EXPECT_NE(blocked.name.find("jit"), std::string::npos) << blocked.name;
   TestTensor expected_plain{DType::F32, {1, 32, 9, 9}, expected};
   TestTensor expected_blocked = toBlocked(expected_plain);

@@ -65,6 +65,17 @@ TEST(EpilogueFusion, AnInaccurateActivationStaysOutside) {
 })", 0);  // oneDNN's gelu post-op is 0 in the negative tail (epilogue_accuracy_test.cpp)
 }
 
+TEST(EpilogueFusion, ConvWithClipBetweenConstantBounds) {
+  // ReLU6 as MobileNetV2 exports it: the bounds are constants, fused as a clip post-op.
+  expectFusedMatchesUnfused(R"(graph @g(%x: f32[1,8,6,6], %w: f32[16,8,3,3]) {
+  %lo = Constant() {value = tensor<f32[]> [0.0]} : f32[]
+  %hi = Constant() {value = tensor<f32[]> [0.5]} : f32[]
+  %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,16,6,6]
+  %y = Clip(%c, %lo, %hi) : f32[1,16,6,6]
+  return %y
+})", 1);
+}
+
 TEST(EpilogueFusion, MatMulWithResidualScaleAndSigmoid) {
   expectFusedMatchesUnfused(R"(graph @g(%a: f32[4,32], %b: f32[32,24], %r: f32[4,24]) {
   %half = Constant() {value = tensor<f32[]> [0.5]} : f32[]

@@ -1,8 +1,9 @@
 // Conv and ConvTranspose. oneDNN's convolution/deconvolution primitives run the 1-D to 3-D
 // f32/bf16/f16 cases; constant weights are reordered at build time into the blocked
-// format the primitive prefers. Activations are plain NC+spatial unless the caller's
-// ActivationLayout asks for a blocked format. Everything else (f64, more than three
-// spatial axes, cases oneDNN declines) runs on an own im2col + GEMM kernel.
+// format the primitive prefers. Activations are in the layout of their TensorDesc (the
+// plan builder's layout assignment keeps convolution chains in the one oneDNN prefers,
+// preferredConvLayout()). Everything else (f64, more than three spatial axes, cases
+// oneDNN declines) runs on an own im2col + GEMM kernel, on plain tensors only.
 #include <array>
 
 #include "cpu/nn_kernels.h"
@@ -83,12 +84,6 @@ ConvGeometry convGeometry(const KernelBuildContext& context, bool transpose) {
     geometry.pad_end.push_back(end);
   }
   return geometry;
-}
-
-dnnl::memory::desc activationDesc(const TensorDesc& desc, dnnl::memory::format_tag format) {
-  if (format == dnnl::memory::format_tag::undef) return plainDesc(desc);
-  return dnnl::memory::desc(dnnl::memory::dims(desc.dims.begin(), desc.dims.begin() + desc.rank),
-                            dnnlType(desc.dtype), format);
 }
 
 // oneDNN's view of ONNX weights. Conv: [M, C/g, k...] is goihw as it is. ConvTranspose:
@@ -204,25 +199,64 @@ class ReorderedConvKernel final : public Kernel {
   size_t src_bytes_, dst_bytes_, num_inputs_;
 };
 
-std::unique_ptr<Kernel> reorderKernel(const dnnl::engine& engine, const dnnl::memory::desc& from,
-                                      const dnnl::memory::desc& to) {
-  dnnl::reorder::primitive_desc pd(engine, from, engine, to, scratchpadAttr());
-  return std::make_unique<OnednnKernel>(
-      "onednn:reorder", engine, dnnl::reorder(pd), pd.scratchpad_desc().get_size(),
-      std::vector<OnednnArg>{{DNNL_ARG_FROM, OnednnArg::Source::Input, 0, from},
-                             {DNNL_ARG_TO, OnednnArg::Source::Output, 0, to},
-                             {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}});
+bool allPlain(const KernelBuildContext& context) {
+  for (size_t i = 0; i < context.numInputs(); ++i) {
+    if (context.hasInput(i) && context.input(i).layout != Layout::Plain) return false;
+  }
+  return context.output(0).layout == Layout::Plain;
 }
 
+// A convolution whose epilogue adds a residual of the output's own desc: the memory
+// planner may give the output the residual's buffer (inPlaceInput). The run then takes the
+// variant with oneDNN's sum post-op, which adds what the buffer holds; otherwise the one
+// reading the residual as a binary post-op operand.
+class ResidualInPlaceConvKernel final : public Kernel {
+ public:
+  ResidualInPlaceConvKernel(std::unique_ptr<Kernel> separate, std::unique_ptr<Kernel> in_place, size_t residual)
+      : separate_(std::move(separate)), in_place_(std::move(in_place)), residual_(residual) {}
+
+  size_t scratchBytes() const override { return std::max(separate_->scratchBytes(), in_place_->scratchBytes()); }
+  std::optional<size_t> inPlaceInput(size_t output) const override {
+    return output == 0 ? std::optional<size_t>(residual_) : std::nullopt;
+  }
+  std::unique_ptr<KernelState> createState() const override {
+    auto state = std::make_unique<States>();
+    state->separate = separate_->createState();
+    state->in_place = in_place_->createState();
+    return state;
+  }
+  void run(const KernelArgs& args, KernelState* raw_state) const override {
+    auto* state = static_cast<States*>(raw_state);
+    if (args.outputs[0] == args.inputs[residual_]) {
+      in_place_->run(args, state->in_place.get());
+    } else {
+      separate_->run(args, state->separate.get());
+    }
+  }
+  std::string name() const override {
+    return in_place_->name() + " (residual summed in place; else " + separate_->name() + ")";
+  }
+
+ private:
+  struct States final : KernelState {
+    std::unique_ptr<KernelState> separate, in_place;
+  };
+  std::unique_ptr<Kernel> separate_, in_place_;
+  size_t residual_;
+};
+
 std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
-                                   const Epilogue& epilogue, const ActivationLayout& layout) {
+                                   const Epilogue& epilogue) {
   const DType dtype = context.output(0).dtype;
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return nullptr;
   if (geometry.in.size() < 1 || geometry.in.size() > 3) return nullptr;
+  for (size_t i = 1; i < 3; ++i) {
+    if (context.hasInput(i) && context.input(i).layout != Layout::Plain) return nullptr;  // W and B
+  }
   const dnnl::engine& engine = cpuOf(context).engine();
-  const bool plain = layout.src == dnnl::memory::format_tag::undef && layout.dst == dnnl::memory::format_tag::undef;
-  dnnl::memory::desc src = activationDesc(context.input(0), layout.src);
-  dnnl::memory::desc dst = activationDesc(context.output(0), layout.dst);
+  const bool plain = allPlain(context);
+  dnnl::memory::desc src = layoutDesc(context.input(0));
+  dnnl::memory::desc dst = layoutDesc(context.output(0));
   dnnl::memory::desc weights = weightsDesc(geometry, dtype, transpose);
   const Tensor* constant_weights = context.constantInput(1);
   dnnl::memory::desc weights_request =
@@ -249,7 +283,7 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
   }
   dnnl::post_ops post_ops;
   std::vector<OnednnArg> args;
-  if (!appendEpilogue(context, steps, dst, 1, layout.dst, post_ops, args)) return nullptr;
+  if (!appendEpilogue(context, steps, dst, 1, post_ops, args)) return nullptr;
   dnnl::primitive_attr attr = scratchpadAttr();
   attr.set_post_ops(post_ops);
   dnnl::memory::desc bias_md = bias ? bias->desc : dnnl::memory::desc();
@@ -264,25 +298,58 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
     blocked = convPrimitive(engine, transpose, any(src), weights_request, bias_md, any(dst), geometry, attr);
     if (blocked && (!blocked->direct() || context.numInputs() > ReorderedConvKernel::kMaxInputs)) blocked.reset();
   }
+  // A layout was chosen for speed: a slow implementation for it is declined, so that the
+  // layout assignment keeps this convolution plain instead.
+  if (!plain && (!conv || !conv->direct())) return nullptr;
   if (!conv && !blocked) return nullptr;
-  const ConvPrimitive& chosen = blocked ? *blocked : *conv;
-  args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
-  args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
-  args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
-  std::vector<std::vector<std::byte>> owned;
-  if (constant_weights) {
-    owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
-  } else {
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
+  auto packed = [&](const ConvPrimitive& chosen, std::vector<OnednnArg> chosen_args) {
+    chosen_args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
+    chosen_args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
+    chosen_args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
+    std::vector<std::vector<std::byte>> owned;
+    if (constant_weights) {
+      owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
+      chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
+    } else {
+      chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
+    }
+    if (bias) chosen_args.push_back(*bias);
+    return std::make_unique<PackedOnednnKernel>(chosen.label, engine, chosen.primitive, chosen.scratchpad.get_size(),
+                                                std::move(chosen_args), std::move(owned));
+  };
+  std::unique_ptr<Kernel> kernel = packed(blocked ? *blocked : *conv, std::move(args));
+  if (!blocked) {
+    // A residual of the result's own desc may be overwritten in place: the sum post-op
+    // (dst += ...) then replaces the binary add, which oneDNN's fastest 1x1 kernels lack.
+    std::optional<size_t> residual;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const EpilogueStep& step = steps[k];
+      if (step.kind != EpilogueStep::Kind::Residual || step.input < 3 || context.input(step.input) != context.output(0)) {
+        continue;
+      }
+      residual = k;
+      break;
+    }
+    if (!residual) return kernel;
+    dnnl::post_ops sum_ops;
+    std::vector<OnednnArg> sum_args;
+    const std::vector<EpilogueStep> before(steps.begin(), steps.begin() + *residual),
+        after(steps.begin() + *residual + 1, steps.end());
+    if (!appendEpilogue(context, before, dst, 1, sum_ops, sum_args)) return kernel;
+    sum_ops.append_sum(1.f);
+    if (!appendEpilogue(context, after, dst, 1, sum_ops, sum_args)) return kernel;
+    dnnl::primitive_attr sum_attr = scratchpadAttr();
+    sum_attr.set_post_ops(sum_ops);
+    std::optional<ConvPrimitive> summed =
+        convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, sum_attr);
+    if (!summed || !summed->direct()) return kernel;
+    return std::make_unique<ResidualInPlaceConvKernel>(std::move(kernel), packed(*summed, std::move(sum_args)),
+                                                       steps[*residual].input);
   }
-  if (bias) args.push_back(*bias);
-  auto kernel = std::make_unique<PackedOnednnKernel>(chosen.label, engine, chosen.primitive,
-                                                     chosen.scratchpad.get_size(), std::move(args), std::move(owned));
-  if (!blocked) return kernel;
-  return std::make_unique<ReorderedConvKernel>(reorderKernel(engine, src, blocked->src), std::move(kernel),
-                                               reorderKernel(engine, blocked->dst, dst), blocked->src.get_size(),
-                                               blocked->dst.get_size(), context.numInputs());
+  return std::make_unique<ReorderedConvKernel>(
+      reorderKernel(engine, src, blocked->src, "onednn:reorder"), std::move(kernel),
+      reorderKernel(engine, blocked->dst, dst, "onednn:reorder"), blocked->src.get_size(), blocked->dst.get_size(),
+      context.numInputs());
 }
 
 // ---------------------------------------------------------------------------- own kernel
@@ -399,39 +466,58 @@ std::unique_ptr<Kernel> ownConv(const KernelBuildContext& context, const ConvGeo
   return kernel;
 }
 
-std::unique_ptr<Kernel> makeConvLike(const KernelBuildContext& context, const Epilogue& epilogue,
-                                     const ActivationLayout& layout, bool transpose) {
+std::unique_ptr<Kernel> makeConvLike(const KernelBuildContext& context, const Epilogue& epilogue, bool transpose) {
   for (size_t i = 0; i < 3; ++i) {
     if (context.hasInput(i) && context.input(i).dtype != context.output(0).dtype) return nullptr;
   }
   ConvGeometry geometry = convGeometry(context, transpose);
+  const bool plain = allPlain(context);
   if (context.output(0).numElements() == 0) {
-    return epilogue.empty() ? makeZeroFillKernel(context, "cpu:conv (empty)") : nullptr;
+    return epilogue.empty() && plain ? makeZeroFillKernel(context, "cpu:conv (empty)") : nullptr;
   }
-  if (std::unique_ptr<Kernel> kernel = onednnConv(context, geometry, transpose, epilogue, layout)) return kernel;
-  const bool plain = layout.src == dnnl::memory::format_tag::undef && layout.dst == dnnl::memory::format_tag::undef;
+  if (std::unique_ptr<Kernel> kernel = onednnConv(context, geometry, transpose, epilogue)) return kernel;
   if (!epilogue.empty() || !plain) return nullptr;
   return ownConv(context, geometry, transpose);
 }
 
 }  // namespace
 
-std::unique_ptr<Kernel> makeConvKernel(const KernelBuildContext& context, const Epilogue& epilogue,
-                                       const ActivationLayout& layout) {
-  return buildPreferringF32(context,
-                            [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, layout, false); });
+std::unique_ptr<Kernel> makeConvKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
+  if (!allPlain(context) && context.output(0).dtype != DType::F32) return nullptr;  // no f32 detour for layouts
+  return buildPreferringF32(context, [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, false); });
 }
 
-std::unique_ptr<Kernel> makeConvTransposeKernel(const KernelBuildContext& context, const Epilogue& epilogue,
-                                                const ActivationLayout& layout) {
-  return buildPreferringF32(context,
-                            [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, layout, true); });
+std::unique_ptr<Kernel> makeConvTransposeKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
+  if (!allPlain(context) && context.output(0).dtype != DType::F32) return nullptr;
+  return buildPreferringF32(context, [&](const KernelBuildContext& c) { return makeConvLike(c, epilogue, true); });
+}
+
+std::optional<Layout> preferredConvLayout(const KernelBuildContext& context) {
+  const TensorDesc& x = context.input(0);
+  if (x.dtype != DType::F32 || x.rank < 3 || x.rank > 5 || !context.hasInput(1)) return std::nullopt;
+  BuildThreads threads(context.maxThreads());
+  ConvGeometry geometry = convGeometry(context, false);
+  auto any = [](const TensorDesc& desc) {
+    return dnnl::memory::desc(dnnl::memory::dims(desc.dims.begin(), desc.dims.begin() + desc.rank),
+                              dnnlType(desc.dtype), dnnl::memory::format_tag::any);
+  };
+  dnnl::memory::desc weights = weightsDesc(geometry, x.dtype, false);
+  std::optional<ConvPrimitive> conv =
+      convPrimitive(cpuOf(context).engine(), false, any(x),
+                    dnnl::memory::desc(weights.dims(), weights.data_type(), dnnl::memory::format_tag::any),
+                    dnnl::memory::desc(), any(context.output(0)), geometry, scratchpadAttr());
+  if (!conv || !conv->direct()) return std::nullopt;
+  return layoutOf(conv->dst, context.output(0));
 }
 
 void registerConvKernels(KernelRegistry& registry) {
-  registry.add("Conv", "", [](const KernelBuildContext& context) { return makeConvKernel(context, {}); });
-  registry.add("ConvTranspose", "",
-               [](const KernelBuildContext& context) { return makeConvTransposeKernel(context, {}); });
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    const bool transpose = op[4] == 'T';
+    auto factory = [transpose](const KernelBuildContext& context) {
+      return transpose ? makeConvTransposeKernel(context, {}) : makeConvKernel(context, {});
+    };
+    registry.addLayoutAware(op, "", factory);
+  }
 }
 
 }  // namespace estuary::ge::cpu

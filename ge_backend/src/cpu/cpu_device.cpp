@@ -2,6 +2,7 @@
 
 #include "control_flow.h"
 #include "cpu/epilogue_fusion.h"
+#include "cpu/layout_assignment.h"
 
 #include "estuary/plugin/extensions.h"
 
@@ -41,6 +42,8 @@ KernelRegistry& KernelRegistry::global() {
     cpu::registerFusedOpSchemas(OpRegistry::global());
     cpu::registerFusedKernels(*kernels);
     registerControlFlowKernels(*kernels);
+    cpu::registerLayoutOpSchemas(OpRegistry::global());
+    cpu::registerLayoutKernels(*kernels);
     return kernels;
   }();
   // Offered to plugins once the built-in kernels are in, so a plugin's kernel takes precedence.

@@ -154,6 +154,14 @@ size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kerne
           continue;
         }
         auto found = inside.find(input);
+        if (found == inside.end() && !step->is("Add") && !step->is("Mul") && constantOf(input)) {
+          // An activation's constant parameters (Clip's bounds) are copied inside, where the
+          // kernel reads them from the step itself.
+          Node* constant = epilogue->createNode("Constant", {});
+          constant->setAttr("value", *input->producer()->attr("value"));
+          constant->output()->setType(input->type());
+          found = inside.emplace(input, constant->output()).first;
+        }
         if (found == inside.end()) {
           operands.push_back(input);
           found = inside.emplace(input, epilogue->addInput("operand" + std::to_string(operands.size()),
@@ -208,6 +216,7 @@ std::optional<Epilogue> epilogueOf(const KernelBuildContext& context, const Base
   Epilogue epilogue;
   const Value* current = body.input(0);
   for (Node* step : body.nodes()) {
+    if (step->is("Constant")) continue;  // an activation's parameter
     if (step->numInputs() == 0 || (step->input(0) != current && (step->numInputs() < 2 || step->input(1) != current))) {
       return std::nullopt;
     }
@@ -244,11 +253,17 @@ void registerFusedKernels(KernelRegistry& registry) {
       {&kBaseOps[3], makeGemmKernel},
   };
   for (const auto& [base, make] : makers) {
-    registry.add(base->fused, "estuary", [base = base, make = make](const KernelBuildContext& context) {
+    auto factory = [base = base, make = make](const KernelBuildContext& context) {
       std::optional<Epilogue> epilogue = epilogueOf(context, *base);
       if (!epilogue) context.fail("its epilogue has a step the CPU kernel cannot apply");
       return make(context, *epilogue);
-    });
+    };
+    // The convolutions run in other layouts than Plain too (makeConvKernel).
+    if (base->channel_axis == 1) {
+      registry.addLayoutAware(base->fused, "estuary", factory);
+    } else {
+      registry.add(base->fused, "estuary", factory);
+    }
   }
 }
 

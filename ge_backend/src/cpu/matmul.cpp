@@ -554,7 +554,7 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
   std::optional<OnednnArg> bias = takeLeadingBias(context, steps, shape.n, shape.out.size());
   dnnl::post_ops post_ops;
   std::vector<OnednnArg> extra;
-  if (!appendEpilogue(context, steps, dst, static_cast<int>(shape.out.size()) - 1, dnnl::memory::format_tag::undef,
+  if (!appendEpilogue(context, steps, dst, static_cast<int>(shape.out.size()) - 1,
                       post_ops, extra)) {
     return nullptr;
   }
@@ -608,7 +608,7 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
   std::vector<EpilogueStep> user_steps = epilogue.steps;
   if (!bias && steps.empty() && output_scale == 1.f) bias = takeLeadingBias(context, user_steps, n, 2);
   steps.insert(steps.end(), user_steps.begin(), user_steps.end());
-  if (!appendEpilogue(context, steps, dst, 1, dnnl::memory::format_tag::undef, post_ops, extra)) return nullptr;
+  if (!appendEpilogue(context, steps, dst, 1, post_ops, extra)) return nullptr;
   const Tensor* constant_b = context.constantInput(1);
   return onednnMatmul(context, "gemm", a_md, b_md, dst, constant_b ? constant_b->data() : nullptr, bias, post_ops,
                       std::move(extra), output_scale);

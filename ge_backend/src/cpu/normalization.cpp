@@ -79,7 +79,7 @@ std::unique_ptr<Kernel> onednnBatchNorm(const KernelBuildContext& context) {
     if (!f32Parameter(context, input, dnnl_arg, args, owned)) return nullptr;
   }
   const dnnl::engine& engine = cpuOf(context).engine();
-  dnnl::memory::desc data = plainDesc(x);
+  dnnl::memory::desc data = layoutDesc(x);
   try {
     dnnl::batch_normalization_forward::desc desc(
         dnnl::prop_kind::forward_inference, data, static_cast<float>(context.floatAttr("epsilon")),
@@ -192,6 +192,10 @@ class OwnBatchNormKernel final : public Kernel {
 
 std::unique_ptr<Kernel> makeBatchNorm(const KernelBuildContext& context) {
   const bool training = context.intAttr("training_mode") != 0;
+  if (context.input(0).layout != Layout::Plain || context.output(0).layout != Layout::Plain) {
+    // Only oneDNN runs other layouts (f32, inference): its desc follows the layout.
+    return training || context.output(0).dtype != DType::F32 ? nullptr : onednnBatchNorm(context);
+  }
   if (context.output(0).numElements() == 0 && !training) return makeZeroFillKernel(context, "cpu:batch_norm (empty)");
   if (!training) {
     if (std::unique_ptr<Kernel> kernel = onednnBatchNorm(context)) return kernel;
@@ -435,8 +439,8 @@ std::unique_ptr<Kernel> makeGroupNorm(const KernelBuildContext& context, bool in
 }  // namespace
 
 void registerNormalizationKernels(KernelRegistry& registry) {
-  registry.add("BatchNormalization", "",
-               [](const KernelBuildContext& c) { return buildPreferringF32(c, makeBatchNorm); });
+  registry.addLayoutAware("BatchNormalization", "",
+                          [](const KernelBuildContext& c) { return buildPreferringF32(c, makeBatchNorm); });
   registry.add("LayerNormalization", "", [](const KernelBuildContext& context) {
     // Mean/InvStdDev outputs come from the own kernel, which handles 16-bit types itself.
     if (context.numOutputs() > 1) return makeRowNorm(context, false);

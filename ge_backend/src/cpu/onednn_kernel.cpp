@@ -8,6 +8,9 @@ class OnednnState final : public KernelState {
  public:
   std::vector<dnnl::memory> memories;
   std::vector<dnnl_exec_arg_t> exec_args;
+  // The data pointer each memory holds: setting a handle is not free (oneDNN zero-fills a
+  // blocked tensor's channel padding each time), and most pointers never change.
+  std::vector<void*> handles;
 };
 
 }  // namespace
@@ -25,6 +28,7 @@ std::unique_ptr<KernelState> OnednnKernel::createState() const {
                                                        : DNNL_MEMORY_NONE);
     state->exec_args.push_back(dnnl_exec_arg_t{arg.dnnl_arg, state->memories.back().get()});
   }
+  state->handles.assign(args_.size(), nullptr);
   return state;
 }
 
@@ -39,11 +43,23 @@ void OnednnKernel::run(const KernelArgs& args, KernelState* raw_state) const {
       case OnednnArg::Source::Scratchpad: data = args.scratch; break;
       case OnednnArg::Source::Constant: continue;
     }
+    if (data == state->handles[i]) continue;
     dnnl_memory_set_data_handle(state->exec_args[i].memory, data);
+    state->handles[i] = data;
   }
   dnnl_status_t status = dnnl_primitive_execute(primitive_.get(), streamOf(args).get(),
                                                  static_cast<int>(state->exec_args.size()), state->exec_args.data());
   if (status != dnnl_success) raise(name_, ": oneDNN execution failed (status ", static_cast<int>(status), ")");
+}
+
+std::unique_ptr<Kernel> reorderKernel(const dnnl::engine& engine, const dnnl::memory::desc& from,
+                                      const dnnl::memory::desc& to, std::string name) {
+  dnnl::reorder::primitive_desc pd(engine, from, engine, to, scratchpadAttr());
+  return std::make_unique<OnednnKernel>(
+      std::move(name), engine, dnnl::reorder(pd), pd.scratchpad_desc().get_size(),
+      std::vector<OnednnArg>{{DNNL_ARG_FROM, OnednnArg::Source::Input, 0, from},
+                             {DNNL_ARG_TO, OnednnArg::Source::Output, 0, to},
+                             {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}});
 }
 
 dnnl::primitive_attr scratchpadAttr() {
@@ -80,6 +96,31 @@ dnnl::memory::desc plainDesc(const TensorDesc& desc) {
   dnnl::memory::dims strides(dims.size(), 1);
   for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
   return dnnl::memory::desc(dims, dnnlType(desc.dtype), strides);
+}
+
+dnnl::memory::desc layoutDesc(const TensorDesc& desc) {
+  using tag = dnnl::memory::format_tag;
+  if (desc.layout == Layout::Plain) return plainDesc(desc);
+  if (desc.rank < 3 || desc.rank > 5) raise("layout ", layoutName(desc.layout), " needs rank 3 to 5, not ", desc.str());
+  const size_t spatial = static_cast<size_t>(desc.rank) - 3;
+  const tag channels_last[] = {tag::nwc, tag::nhwc, tag::ndhwc};
+  const tag blocked8[] = {tag::nCw8c, tag::nChw8c, tag::nCdhw8c};
+  const tag blocked16[] = {tag::nCw16c, tag::nChw16c, tag::nCdhw16c};
+  const tag format = desc.layout == Layout::ChannelsLast ? channels_last[spatial]
+                     : desc.layout == Layout::Blocked8   ? blocked8[spatial]
+                                                         : blocked16[spatial];
+  return dnnl::memory::desc(dnnl::memory::dims(desc.dims.begin(), desc.dims.begin() + desc.rank),
+                            dnnlType(desc.dtype), format);
+}
+
+std::optional<Layout> layoutOf(const dnnl::memory::desc& chosen, const TensorDesc& desc) {
+  for (Layout layout : {Layout::Plain, Layout::ChannelsLast, Layout::Blocked8, Layout::Blocked16}) {
+    TensorDesc candidate = desc;
+    candidate.layout = layout;
+    if (layout != Layout::Plain && (desc.rank < 3 || desc.rank > 5)) continue;
+    if (layoutDesc(candidate) == chosen) return layout;
+  }
+  return std::nullopt;
 }
 
 std::string implName(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }

@@ -1,10 +1,13 @@
 #pragma once
 // Kernels backed by one oneDNN primitive. The primitive (and its JIT code) is made once at
 // build time; each run context gets its own memory objects and argument array, so a run
-// only swaps data pointers and calls the C API, which allocates nothing.
+// only swaps the data pointers that changed since its last run (arena buffers keep theirs)
+// and calls the C API. oneDNN 2.6's dnnl_primitive_execute itself still turns the argument
+// array into a small std::unordered_map per call; its public API has no way around that.
 #include <dnnl.h>
 
 #include <dnnl.hpp>
+#include <optional>
 #include <vector>
 
 #include "cpu/cpu_device.h"
@@ -44,6 +47,10 @@ class OnednnKernel : public Kernel {
   std::vector<OnednnArg> args_;
 };
 
+// A kernel copying input 0 laid out as `from` into output 0 laid out as `to`.
+std::unique_ptr<Kernel> reorderKernel(const dnnl::engine& engine, const dnnl::memory::desc& from,
+                                      const dnnl::memory::desc& to, std::string name);
+
 // Primitive attributes every Estuary oneDNN kernel uses: scratchpad in Estuary's arena.
 dnnl::primitive_attr scratchpadAttr();
 // f32 -> dnnl::memory::data_type::f32 ...; raises for types oneDNN lacks.
@@ -51,6 +58,11 @@ dnnl::memory::data_type dnnlType(DType dtype);
 bool dnnlSupports(DType dtype);
 // A plain row-major memory desc for a tensor.
 dnnl::memory::desc plainDesc(const TensorDesc& desc);
+// The memory desc of a tensor in its layout (TensorDesc::layout).
+dnnl::memory::desc layoutDesc(const TensorDesc& desc);
+// The Layout whose desc `chosen` is (e.g. what a primitive created with format_tag::any
+// picked for a tensor of `desc`'s dims), or nullopt when it is none of them.
+std::optional<Layout> layoutOf(const dnnl::memory::desc& chosen, const TensorDesc& desc);
 // The implementation oneDNN picked, e.g. "brg:avx512_core_amx".
 std::string implName(const dnnl::primitive_desc_base& pd);
 

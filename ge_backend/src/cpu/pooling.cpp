@@ -2,7 +2,8 @@
 // primitive runs the 1-D to 3-D f32/bf16/f16 (and i8/u8 max) cases. An own kernel covers
 // what it cannot: MaxPool's Indices output (oneDNN's workspace is not ONNX's flat index),
 // f64, AveragePool counting the explicit padding when ceil_mode extends past it, and more
-// than three spatial axes.
+// than three spatial axes. oneDNN also runs them on tensors in other layouts than Plain
+// (TensorDesc::layout); the own kernel is for Plain tensors only.
 #include <limits>
 #include <tuple>
 
@@ -91,7 +92,7 @@ std::unique_ptr<Kernel> onednnPool(const KernelBuildContext& context, const Pool
   dnnl::memory::dims dilations;
   for (int64_t d : geometry.dilations) dilations.push_back(d - 1);
   const dnnl::engine& engine = cpuOf(context).engine();
-  dnnl::memory::desc src = plainDesc(context.input(0)), dst = plainDesc(context.output(0));
+  dnnl::memory::desc src = layoutDesc(context.input(0)), dst = layoutDesc(context.output(0));
   try {
     dnnl::pooling_v2_forward::desc desc(
         dnnl::prop_kind::forward_inference, algorithm, src, dst,
@@ -231,12 +232,19 @@ bool dispatchPool(DType dtype, Fn&& fn) {
 std::unique_ptr<Kernel> makePool(const KernelBuildContext& context, PoolKind kind, bool global) {
   const DType dtype = context.output(0).dtype;
   if (context.input(0).dtype != dtype) return nullptr;
+  // Layouts other than Plain only in f32: the f32 detour of the 16-bit types converts plain buffers.
+  if ((context.input(0).layout != Layout::Plain || context.output(0).layout != Layout::Plain) && dtype != DType::F32) {
+    return nullptr;
+  }
   PoolGeometry geometry = poolGeometry(context, global);
   const bool indices = context.numOutputs() > 1;
-  if (context.output(0).numElements() == 0) return makeZeroFillKernel(context, "cpu:pool (empty)");
+  if (context.output(0).numElements() == 0 && context.output(0).layout == Layout::Plain) {
+    return makeZeroFillKernel(context, "cpu:pool (empty)");
+  }
   if (!indices) {
     if (std::unique_ptr<Kernel> kernel = onednnPool(context, geometry, kind)) return kernel;
   }
+  if (context.input(0).layout != Layout::Plain || context.output(0).layout != Layout::Plain) return nullptr;
   const bool column_major = !global && context.attr("storage_order") && context.intAttr("storage_order") != 0;
   std::unique_ptr<Kernel> kernel;
   dispatchPool(dtype, [&](auto zero) {
@@ -257,7 +265,7 @@ void registerPoolingKernels(KernelRegistry& registry) {
                                                          {"GlobalMaxPool", PoolKind::Max, true},
                                                          {"GlobalAveragePool", PoolKind::Average, true}};
   for (const auto& [op, kind, global] : ops) {
-    registry.add(op, "", [kind = kind, global = global](const KernelBuildContext& context) {
+    registry.addLayoutAware(op, "", [kind = kind, global = global](const KernelBuildContext& context) {
       return buildPreferringF32(context, [&](const KernelBuildContext& c) { return makePool(c, kind, global); });
     });
   }

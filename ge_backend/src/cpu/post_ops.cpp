@@ -65,8 +65,8 @@ std::vector<EpilogueStep> activationSteps(const Node& node) {
 }
 
 bool appendEpilogue(const KernelBuildContext& context, const std::vector<EpilogueStep>& steps,
-                    const dnnl::memory::desc& dst, int channel_axis, dnnl::memory::format_tag residual_format,
-                    dnnl::post_ops& post_ops, std::vector<OnednnArg>& args) {
+                    const dnnl::memory::desc& dst, int channel_axis, dnnl::post_ops& post_ops,
+                    std::vector<OnednnArg>& args) {
   const dnnl::memory::dims dst_dims = dst.dims();
   const size_t rank = dst_dims.size();
   // Scales become linear steps; consecutive linear steps are folded into one.
@@ -118,9 +118,9 @@ bool appendEpilogue(const KernelBuildContext& context, const std::vector<Epilogu
             dims[d] = operand.dims[d - pad];
             if (dims[d] != 1 && dims[d] != dst_dims[d]) return false;
           }
-          bool blocked = residual_format != dnnl::memory::format_tag::undef && dims == dst_dims;
-          desc = blocked ? dnnl::memory::desc(dims, dnnlType(operand.dtype), residual_format)
-                         : plainDesc(dims, operand.dtype);
+          // A residual in another layout than plain has the destination's full shape.
+          if (operand.layout != Layout::Plain && dims != dst_dims) return false;
+          desc = operand.layout != Layout::Plain ? layoutDesc(operand) : plainDesc(dims, operand.dtype);
         }
         int index = post_ops.len();
         post_ops.append_binary(dnnl::algorithm::binary_add, desc);

@@ -56,36 +56,29 @@ struct Epilogue {
 // or absent bounds), or nothing when it is not an activation oneDNN can fuse.
 std::vector<EpilogueStep> activationSteps(const Node& node);
 
-// The layout of a convolution's activations. format_tag::undef means plain NCHW (row-major
-// NC + spatial); a layout pass can ask for a blocked format (nChw16c ...) on either side,
-// and Residual operands then use the destination's format.
-struct ActivationLayout {
-  dnnl::memory::format_tag src = dnnl::memory::format_tag::undef;
-  dnnl::memory::format_tag dst = dnnl::memory::format_tag::undef;
-};
-
 // Kernels for the base ops with an epilogue. Inputs: the op's full input list (an absent
 // optional input stays a hole: Conv's B is input 2, Gemm's C input 2), then the epilogue's
 // operands at the indices its steps name. A Bias step naming Conv's own input 2 makes it
 // the primitive's bias. They return nullptr when the case is not
 // supported (a dtype without oneDNN support, an operand broadcast oneDNN cannot apply);
-// the registered factories call them with an empty epilogue. oneDNN 2.6 gives every
+// the registered factories call them with an empty epilogue. Conv and ConvTranspose run
+// in the layouts of their descs (TensorDesc::layout) for X, Y and full-shape Residual
+// operands, and decline another layout when oneDNN has only a slow (gemm or reference)
+// implementation for it. oneDNN 2.6 gives every
 // eltwise step of one algorithm the alpha/beta of the first one, so an epilogue with two
 // activations of one kind but different parameters is declined (consecutive Scale and
 // linear steps are folded into one first).
-std::unique_ptr<Kernel> makeConvKernel(const KernelBuildContext& context, const Epilogue& epilogue,
-                                       const ActivationLayout& layout = {});
-std::unique_ptr<Kernel> makeConvTransposeKernel(const KernelBuildContext& context, const Epilogue& epilogue,
-                                                const ActivationLayout& layout = {});
+std::unique_ptr<Kernel> makeConvKernel(const KernelBuildContext& context, const Epilogue& epilogue);
+std::unique_ptr<Kernel> makeConvTransposeKernel(const KernelBuildContext& context, const Epilogue& epilogue);
 std::unique_ptr<Kernel> makeMatMulKernel(const KernelBuildContext& context, const Epilogue& epilogue);
 std::unique_ptr<Kernel> makeGemmKernel(const KernelBuildContext& context, const Epilogue& epilogue);
 
 // Appends `steps` to `post_ops` for a primitive whose destination is `dst` (the desc the
 // primitive is created with), adding the binary operands to `args`. Bias vectors
-// broadcast along `channel_axis` of dst. Returns false when an operand does not
-// broadcast to the destination.
+// broadcast along `channel_axis` of dst; residuals are read in their desc's layout.
+// Returns false when an operand does not broadcast to the destination.
 bool appendEpilogue(const KernelBuildContext& context, const std::vector<EpilogueStep>& steps,
-                    const dnnl::memory::desc& dst, int channel_axis, dnnl::memory::format_tag residual_format,
-                    dnnl::post_ops& post_ops, std::vector<OnednnArg>& args);
+                    const dnnl::memory::desc& dst, int channel_axis, dnnl::post_ops& post_ops,
+                    std::vector<OnednnArg>& args);
 
 }  // namespace estuary::ge::cpu

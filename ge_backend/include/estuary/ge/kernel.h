@@ -21,18 +21,36 @@ namespace estuary::ge {
 
 inline constexpr int kMaxRank = 8;
 
-// A concrete tensor type: element type and static dims, row-major.
+// How a tensor's elements sit in memory. Chains of convolutions keep their activations in
+// the layout oneDNN's convolutions run fastest on; the plan builder inserts reorders where
+// such a tensor meets an op that needs Plain (and before graph outputs). The other layouts
+// apply to tensors of rank 3 to 5 (N, C, spatial...); dims stay the logical N, C, spatial
+// in every layout.
+enum class Layout : uint8_t {
+  Plain,         // row-major
+  ChannelsLast,  // N, spatial..., C (oneDNN's nwc/nhwc/ndhwc)
+  Blocked8,      // N, ceil(C/8), spatial..., 8 (nChw8c): channels zero-padded to a multiple of 8
+  Blocked16,     // N, ceil(C/16), spatial..., 16 (nChw16c)
+};
+const char* layoutName(Layout layout);  // "plain", "nhwc", "nChw8c", "nChw16c"
+// Channels are padded to a multiple of this (1 for the unblocked layouts).
+int channelBlock(Layout layout);
+
+// A concrete tensor type: element type, static dims and memory layout.
 struct TensorDesc {
   DType dtype = DType::Undefined;
   int rank = 0;
   std::array<int64_t, kMaxRank> dims{};
+  Layout layout = Layout::Plain;
 
   static TensorDesc of(const TensorType& type);  // raises unless the shape is static
   static TensorDesc of(DType dtype, const std::vector<int64_t>& dims);
   int64_t numElements() const;
-  size_t byteSize() const { return static_cast<size_t>(numElements()) * dtypeSize(dtype); }
+  // Elements stored, with a blocked layout's channel padding.
+  int64_t storedElements() const;
+  size_t byteSize() const { return static_cast<size_t>(storedElements()) * dtypeSize(dtype); }
   std::vector<int64_t> dimVector() const { return {dims.begin(), dims.begin() + rank}; }
-  std::string str() const;
+  std::string str() const;  // "f32[1,64,56,56]", "f32[1,64,56,56]{nhwc}"
   friend bool operator==(const TensorDesc& a, const TensorDesc& b);
   friend bool operator!=(const TensorDesc& a, const TensorDesc& b) { return !(a == b); }
 };
@@ -135,6 +153,9 @@ class KernelRegistry {
   // Later registrations are tried first, so a plugin can override a built-in kernel.
   void add(std::string_view op_type, std::string_view domain, KernelFactory factory,
            std::shared_ptr<const void> keep_alive = nullptr);
+  // A factory that also reads TensorDesc::layout. Only these are asked when an input or
+  // output is not Plain, so a kernel written for row-major data never sees another layout.
+  void addLayoutAware(std::string_view op_type, std::string_view domain, KernelFactory factory);
   bool has(std::string_view op_type, std::string_view domain = "") const;
   // The first factory that accepts the node; raises an Error naming the node, its op and
   // input types when none does. The kernel keeps its plugin (if any) loaded.
@@ -145,6 +166,7 @@ class KernelRegistry {
   struct Entry {
     std::shared_ptr<const void> keep_alive;  // first: destroyed after the factory
     KernelFactory factory;
+    bool layout_aware = false;
   };
   std::map<std::string, std::vector<Entry>, std::less<>> entries_;  // by qualified op name
 };

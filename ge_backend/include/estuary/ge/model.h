@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,6 +41,9 @@ struct BuildOptions {
   int num_threads = 0;
   // Move bias/residual adds, scales and activations into the Conv/MatMul/Gemm before them.
   bool fuse_epilogues = true;
+  // The memory layout of activations in convolution chains (see Layout). nullopt: the one
+  // oneDNN's convolutions prefer on this CPU; Layout::Plain: every tensor stays row-major.
+  std::optional<Layout> activation_layout;
   // Concrete shapes to build plans for right away (others are built on first use), each a
   // list of input dims in graph input order.
   std::vector<std::vector<std::vector<int64_t>>> prebuild_shapes;
@@ -58,12 +62,14 @@ struct BuildReport {
   std::map<std::string, size_t> ops_before;  // op histogram of the input graph
   std::map<std::string, size_t> ops_after;   // of the graph the kernels run
   size_t folded_constants = 0;
+  size_t folded_batch_norms = 0;  // BatchNormalization nodes folded into the Conv before them
   size_t fused_epilogues = 0;
   size_t weight_bytes = 0;
   // For the most recently built plan:
   size_t planned_activation_bytes = 0;  // arena size
   size_t lower_bound_bytes = 0;         // the most bytes alive at once
   std::vector<std::string> kernels;      // one line per step: node and kernel
+  size_t layout_reorders = 0;            // estuary::Reorder steps the layout assignment added
 };
 
 struct IoInfo {
