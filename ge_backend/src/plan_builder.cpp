@@ -19,6 +19,12 @@
 
 namespace estuary::ge {
 
+const Tensor* constantOf(const Value* value) {
+  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
+  const Attribute* attr = value->producer()->attr("value");
+  return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
+}
+
 std::string shapeSignature(const std::vector<TensorDesc>& inputs) {
   std::string key;
   for (const TensorDesc& desc : inputs) key += desc.str() + ";";
