@@ -280,8 +280,10 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   };
 
   report.kernels.clear();
+  report.ops_after.clear();
   for (size_t step = 0; step < nodes.size(); ++step) {
     Node* node = nodes[step];
+    ++report.ops_after[node->qualifiedOpType()];
     KernelBuildContext context = contextFor(*node, device, num_threads, layoutsOf(node->inputs(), layouts.layouts),
                                             layoutsOf(node->outputs(), layouts.layouts));
     PendingStep entry;

@@ -7,6 +7,12 @@
 """
 import os as _os
 
+# oneDNN's OpenMP workers spin between parallel regions by default, and on a shared machine a
+# spinning worker holds a core its sibling needs (a 60 ms ResNet-50 took 450 ms). libgomp
+# reads the policy once, when the extension module loads it, so it is set before the import
+# unless the user chose one.
+_os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
 from ._estuary import EstuaryError, Graph, Model, UnsupportedOpsError, convert, _set_config_dir
 
 

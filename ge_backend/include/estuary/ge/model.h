@@ -60,7 +60,9 @@ struct BuildReport {
   };
   std::vector<Stage> stages;
   std::map<std::string, size_t> ops_before;  // op histogram of the input graph
-  std::map<std::string, size_t> ops_after;   // of the graph the kernels run
+  // Of the graph the kernels run: the lowered graph, then that of the most recent plan (after
+  // epilogue fusion, batch-norm folding and layout reorders, which depend on shapes).
+  std::map<std::string, size_t> ops_after;
   size_t folded_constants = 0;
   size_t folded_batch_norms = 0;  // BatchNormalization nodes folded into the Conv before them
   size_t fused_epilogues = 0;
