@@ -22,6 +22,12 @@ Value* NodeTranslation::input(size_t i) const {
   return value;
 }
 
+Value* NodeTranslation::requiredInput(size_t i) const {
+  Value* value = input(i);
+  if (!value) fail("input ", i, " is required but absent");
+  return value;
+}
+
 std::vector<Value*> NodeTranslation::inputs() const {
   std::vector<Value*> values;
   for (size_t i = 0; i < proto_.inputs.size(); ++i) values.push_back(input(i));
@@ -134,10 +140,15 @@ void NodeTranslation::copyAttributes(Node* node, std::initializer_list<std::stri
       }
       case AttrKind::Tensor:
         require(OnnxAttrType::Tensor);
+        if (!attr.t) fail("attribute '", attr.name, "' is of type TENSOR but holds no tensor");
         node->setAttr(name, importer_.model().tensors->read(*attr.t, "attribute '" + name + "' of node '" +
                                                                           std::string(proto_.name) + "'"));
         break;
-      case AttrKind::Graph: require(OnnxAttrType::Graph); node->setAttr(name, importer_.importSubgraph(*attr.g, name)); break;
+      case AttrKind::Graph:
+        require(OnnxAttrType::Graph);
+        if (!attr.g) fail("attribute '", attr.name, "' is of type GRAPH but holds no graph");
+        node->setAttr(name, importer_.importSubgraph(*attr.g, name));
+        break;
       case AttrKind::Ints: require(OnnxAttrType::Ints); node->setAttr(name, attr.ints); break;
       case AttrKind::Floats:
         require(OnnxAttrType::Floats);

@@ -33,6 +33,8 @@ class NodeTranslation {
   size_t numInputs() const { return proto_.inputs.size(); }
   Value* input(size_t i) const;
   std::vector<Value*> inputs() const;
+  // Input i, which the op requires: absent is an error naming the node.
+  Value* requiredInput(size_t i) const;
   // The contents of input i when it is a constant (an initializer or a Constant node).
   const Tensor* constantInput(size_t i) const;
   size_t numOutputs() const { return proto_.outputs.size(); }

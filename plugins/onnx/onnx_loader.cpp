@@ -173,10 +173,18 @@ ModelInfo OnnxModel::describe() const {
     }
     for (const TensorProto& tensor : g.initializers) {
       int64_t elements = 1;
-      for (int64_t dim : tensor.dims) elements *= dim;
-      info.parameter_count += elements;
+      for (int64_t dim : tensor.dims) {
+        if (dim < 0 || __builtin_mul_overflow(elements, dim, &elements)) {
+          raise(path_, ": initializer '", tensor.name, "' has an impossible shape (dimension ", dim, ")");
+        }
+      }
       std::optional<DType> dtype = dtypeFromOnnx(tensor.data_type);
-      info.parameter_bytes += elements * static_cast<int64_t>(dtype ? dtypeSize(*dtype) : 0);
+      int64_t bytes = 0;
+      if (__builtin_mul_overflow(elements, static_cast<int64_t>(dtype ? dtypeSize(*dtype) : 0), &bytes) ||
+          __builtin_add_overflow(info.parameter_count, elements, &info.parameter_count) ||
+          __builtin_add_overflow(info.parameter_bytes, bytes, &info.parameter_bytes)) {
+        raise(path_, ": the initializers hold more bytes than a 64-bit count can say (corrupt file)");
+      }
     }
   };
   count(graph);

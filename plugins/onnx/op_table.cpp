@@ -85,7 +85,7 @@ void translateSoftmaxFamily(NodeTranslation& node) {
     translateAsIs(node);
     return;
   }
-  Value* x = node.input(0);
+  Value* x = node.requiredInput(0);
   int64_t axis = node.intAttr("axis", 1);
   const Shape& x_shape = x->shape();
   if (x_shape.isRanked() && (axis == -1 || axis == static_cast<int64_t>(x_shape.rank()) - 1)) {
@@ -128,7 +128,7 @@ void translateDropout(NodeTranslation& node) {
     translateAsIs(node);
     return;
   }
-  std::vector<Value*> inputs = {node.input(0)};
+  std::vector<Value*> inputs = {node.requiredInput(0)};
   if (const AttributeProto* ratio = node.attr("ratio")) {
     inputs.push_back(node.constant(Tensor::scalar<float>(DType::F32, node.floatAttr("ratio", ratio->f))));
   }
@@ -146,7 +146,7 @@ void translateGroupNormalization(NodeTranslation& node) {
   }
   int64_t groups = node.intAttr("num_groups", 0);
   if (groups <= 0) node.fail("attribute 'num_groups' must be positive, found ", groups);
-  Value* x = node.input(0);
+  Value* x = node.requiredInput(0);
   Node* channels = node.emit("Shape", {x});
   channels->setAttr("start", int64_t{1});
   channels->setAttr("end", int64_t{2});
@@ -158,7 +158,8 @@ void translateGroupNormalization(NodeTranslation& node) {
     Node* expanded = node.emit("Expand", {column->output(), expanded_shape->output()});
     return node.emit("Reshape", {expanded->output(), node.constantInts({-1})})->output();
   };
-  Node* ir = node.emit("GroupNormalization", {x, perChannel(node.input(1)), perChannel(node.input(2))});
+  Node* ir = node.emit("GroupNormalization",
+                       {x, perChannel(node.requiredInput(1)), perChannel(node.requiredInput(2))});
   node.copyAttributes(ir);
   node.setOutputs(ir);
 }

@@ -28,12 +28,14 @@ std::optional<DType> dtypeFromOnnx(int32_t data_type) {
 
 namespace {
 
-// The element count of `dims`, refusing negative dims; overflow is refused by Tensor itself.
+// The element count of `dims`, refusing negative dims and counts whose bytes overflow.
 uint64_t elementCount(const std::vector<int64_t>& dims, const std::string& what, const std::string& path) {
   uint64_t count = 1;
   for (int64_t dim : dims) {
     if (dim < 0) raise(path, ": ", what, " has a negative dimension (", dim, ")");
-    count *= static_cast<uint64_t>(dim);
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(dim), &count) || count > (uint64_t{1} << 60)) {
+      raise(path, ": ", what, " has more elements than a tensor can hold");
+    }
   }
   return count;
 }
