@@ -8,6 +8,7 @@
 #include "estuary/ir/verifier.h"
 #include "estuary/ops/schema.h"
 #include "estuary/support/error.h"
+#include "function_inliner.h"
 #include "graph_importer.h"
 #include "node_translation.h"
 #include "tensor_data.h"
@@ -94,25 +95,29 @@ std::vector<UnsupportedOp> OnnxModel::unsupportedOps() const {
     if (added) found.push_back(UnsupportedOp{std::string(node.op_type), domain, opset, {}});
     found[entry->second].nodes.push_back(node.name.empty() ? "#" + std::to_string(position) : std::string(node.name));
   };
-  std::function<void(const GraphProto&)> visit = [&](const GraphProto& graph) {
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const NodeProto& node = graph.nodes[i];
-      if (!isDefaultDomain(node.domain)) {
+  FunctionInliner functions(model_, path_);
+  std::function<void(const std::vector<NodeProto>&, int64_t, int)> visit = [&](const std::vector<NodeProto>& nodes,
+                                                                             int64_t opset, int depth) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeProto& node = nodes[i];
+      if (const FunctionProto* function = functions.find(node); function && depth < 32) {
+        visit(function->nodes, functions.opsetOf(*function, opset), depth + 1);
+      } else if (!isDefaultDomain(node.domain)) {
         std::string domain(node.domain);
         auto version = versions.find(domain);
         note(node, i, domain, version == versions.end() ? 0 : version->second);
       } else if (const OpTranslator* translator = findTranslator(node.op_type);
-                 !translator || translator->since > opset_) {
+                 !translator || translator->since > opset) {
         // An op newer than the model's opset is not an op of that opset.
-        note(node, i, "", opset_);
+        note(node, i, "", opset);
       }
       for (const AttributeProto& attr : node.attributes) {
-        if (attr.g) visit(*attr.g);
-        for (const auto& graph : attr.graphs) visit(*graph);
+        if (attr.g) visit(attr.g->nodes, opset, depth);
+        for (const auto& graph : attr.graphs) visit(graph->nodes, opset, depth);
       }
     }
   };
-  visit(model_.graph);
+  visit(model_.graph.nodes, opset_, 0);
   return found;
 }
 
@@ -124,6 +129,8 @@ std::unique_ptr<Graph> OnnxModel::toGraph() const {
   context.path = path_;
   context.opset = opset_;
   context.tensors = &tensors;
+  FunctionInliner functions(model_, path_);
+  context.functions = &functions;
   auto graph = std::make_unique<Graph>(model_.graph.name.empty() ? "main" : std::string(model_.graph.name));
   GraphImporter(context, model_.graph, *graph, nullptr).import();
   std::vector<VerifierDiagnostic> problems = diagnoseGraph(*graph);

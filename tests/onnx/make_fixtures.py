@@ -165,3 +165,23 @@ save("layer_norm_gelu_opset20", 20,
      [h.make_node("LayerNormalization", ["x", "gamma", "beta"], ["n"], name="ln", epsilon=1e-5),
       h.make_node("Gelu", ["n"], ["y"], name="gelu", approximate="tanh")],
      [X], [vi("y", T.FLOAT, ["batch", 4, 6])], [floats("gamma", [6]), floats("beta", [6])])
+
+# A model-local function (as onnxscript-based exporters write before optimizing), called
+# twice: its body is inlined per call, the attribute it refers to taken from each call
+# (or its default), with a body importing a newer opset than the model.
+leaky = h.make_node("LeakyRelu", ["s"], ["out"], name="act")
+leaky.attribute.append(h.make_attribute_ref("alpha", onnx.AttributeProto.FLOAT))
+scaled = h.make_function(
+    "local", "ScaledLeakyRelu", ["inp", "scale"], ["out"],
+    [h.make_node("Mul", ["inp", "scale"], ["s"], name="mul"), leaky],
+    opset_imports=[h.make_opsetid("", 18)], attributes=[])
+scaled.attribute_proto.append(h.make_attribute("alpha", 0.5))
+graph = h.make_graph(
+    [h.make_node("ScaledLeakyRelu", ["x", "two"], ["a"], name="first", domain="local", alpha=0.1),
+     h.make_node("ScaledLeakyRelu", ["a", "two"], ["y"], name="second", domain="local")],
+    "function_calls_opset17", [X], [vi("y", T.FLOAT, ["batch", 4, 6])],
+    [nh.from_array(np.array(2.0, np.float32), "two")])
+model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)],
+                     functions=[scaled], producer_name="make_fixtures", ir_version=10)
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(OUT, "function_calls_opset17.onnx"))
