@@ -189,11 +189,12 @@ void GraphImporter::import() {
     constant->setAttr("value", model_.tensors->read(tensor, what));
     initializers.emplace_back(tensor.name, constant->output());
   }
-  inferAfter(nullptr);
   for (const SparseTensorProto& sparse : proto_.sparse_initializers) {
-    raise(model_.path, ": sparse initializer '", sparse.values.name,
-          "': Estuary does not read sparse initializers (store it dense)");
+    Node* constant = graph_.createNode("Constant", {});
+    constant->setAttr("value", model_.tensors->readSparse(sparse, "sparse initializer '" + std::string(sparse.values.name) + "'"));
+    initializers.emplace_back(sparse.values.name, constant->output());
   }
+  inferAfter(nullptr);
   for (const ValueInfoProto& input : proto_.inputs) {
     bool is_initializer = std::any_of(initializers.begin(), initializers.end(),
                                       [&](const auto& entry) { return entry.first == input.name; });

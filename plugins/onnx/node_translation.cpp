@@ -105,6 +105,10 @@ Value* NodeTranslation::constantInts(const std::vector<int64_t>& values) {
   return constant(Tensor::fromVector<int64_t>(DType::I64, {static_cast<int64_t>(values.size())}, values));
 }
 
+Tensor NodeTranslation::readSparse(const SparseTensorProto& sparse) {
+  return importer_.model().tensors->readSparse(sparse, "sparse tensor of node '" + std::string(proto_.name) + "'");
+}
+
 Value* NodeTranslation::constantScalar(int64_t value) { return constant(Tensor::scalar<int64_t>(DType::I64, value)); }
 
 void NodeTranslation::copyAttributes(Node* node, std::initializer_list<std::string_view> skip) {

@@ -55,6 +55,8 @@ class NodeTranslation {
   Value* constant(Tensor tensor);
   Value* constantInts(const std::vector<int64_t>& values);  // 1-D i64
   Value* constantScalar(int64_t value);                     // 0-D i64
+  // A sparse tensor attribute of the node, made dense.
+  Tensor readSparse(const SparseTensorProto& sparse);
   // Sets the ONNX node's attributes on `node` in the kinds its core schema declares (an INT
   // becomes an element type where the schema wants a Type, a GRAPH a subgraph), except those
   // named in `skip`. An attribute the schema does not know is an error.

@@ -202,8 +202,10 @@ void translateConstant(NodeTranslation& node) {
     ir->setAttr("value", Tensor::fromVector<int64_t>(DType::I64, {static_cast<int64_t>(values.size())}, values));
   } else if (attr.name == "value") {
     node.copyAttributes(ir);
+  } else if (attr.name == "sparse_value" && attr.sparse_tensor) {
+    ir->setAttr("value", node.readSparse(*attr.sparse_tensor));
   } else {
-    node.fail("attribute '", attr.name, "' is not supported (Estuary has no string or sparse tensors)");
+    node.fail("attribute '", attr.name, "' is not supported (Estuary has no string tensors)");
   }
   node.setOutputs(ir);
 }

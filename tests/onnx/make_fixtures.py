@@ -185,3 +185,19 @@ model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opseti
                      functions=[scaled], producer_name="make_fixtures", ir_version=10)
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(OUT, "function_calls_opset17.onnx"))
+
+# Sparse tensors (an initializer with coordinate indices, a Constant's sparse_value with
+# linear indices) become dense constants. (ONNX's own shape inference types a sparse
+# initializer as a sparse tensor, which Add refuses, so the check is without it.)
+sparse_init = h.make_sparse_tensor(nh.from_array(np.array([1.0, 2.0], np.float32), "mask"),
+                                   nh.from_array(np.array([[0, 1], [2, 3]], np.int64), "mask_indices"), [4, 6])
+sparse_const = h.make_sparse_tensor(nh.from_array(np.array([5.0], np.float32), "c_values"),
+                                    nh.from_array(np.array([7], np.int64), "c_indices"), [4, 6])
+graph = h.make_graph(
+    [h.make_node("Constant", [], ["c"], name="c", sparse_value=sparse_const),
+     h.make_node("Add", ["x", "mask"], ["m"], name="add_mask"),
+     h.make_node("Add", ["m", "c"], ["y"], name="add_c")],
+    "sparse_opset13", [X], [vi("y", T.FLOAT, ["batch", 4, 6])], sparse_initializer=[sparse_init])
+model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], producer_name="make_fixtures", ir_version=8)
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(OUT, "sparse_opset13.onnx"))

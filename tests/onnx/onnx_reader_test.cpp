@@ -113,6 +113,19 @@ TEST_F(OnnxReaderTest, TypedFieldsOfTheWrongCountAreRefused) {
   EXPECT_EQ(loadError(path), path + ": initializer 'w' has 1 values in float_data, its shape [3] needs 3");
 }
 
+TEST_F(OnnxReaderTest, SparseIndexOutsideTheShapeIsRefused) {
+  Proto values = tensorHeader("s", kFloat, {1});
+  values.fixed32(4, 0x3f800000);
+  Proto indices = tensorHeader("s_indices", kInt64, {1});
+  indices.varint(7, 6);  // linear index 6 of a [2,3] tensor
+  Proto sparse;
+  sparse.message(1, values).message(2, indices).varint(3, 2).varint(3, 3);
+  Proto g = graph("g", {node("Identity", {"s"}, {"y"}, "id")}, {}, {}, {valueInfo("y", kFloat, {})});
+  g.message(15, sparse);  // sparse_initializer
+  std::string path = write("m.onnx", model(13, g));
+  EXPECT_EQ(loadError(path), path + ": sparse initializer 's': index 0 of the sparse tensor lies outside its shape [2,3]");
+}
+
 TEST_F(OnnxReaderTest, AlignedRawDataStaysInTheFileMisalignedIsCopied) {
   // The same model with 0..3 bytes of padding before the graph: raw_data lands at every
   // offset modulo 4. Kernels read f32 weights through float pointers, so only the aligned
