@@ -9,15 +9,6 @@
 #include "node_translation.h"
 
 namespace estuary::onnx_frontend {
-namespace {
-
-// Functions may call functions; a call cycle would never end.
-constexpr int kMaxCallDepth = 32;
-
-bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
-
-}  // namespace
-
 FunctionInliner::FunctionInliner(const ModelProto& model, std::string path) : path_(std::move(path)) {
   for (const FunctionProto& function : model.functions) {
     functions_[{function.domain, function.name}] = &function;

@@ -24,6 +24,9 @@ struct PlacedNode {
 
 class FunctionInliner {
  public:
+  // Functions may call functions; deeper calls than this are refused (a call cycle).
+  static constexpr int kMaxCallDepth = 32;
+
   FunctionInliner(const ModelProto& model, std::string path);
 
   // The function a node calls, or nullptr when it calls an op.

@@ -6,6 +6,7 @@
 // is; the ones for ops whose meaning changed adapt older opsets to the newest semantics.
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>

@@ -16,8 +16,6 @@
 namespace estuary::onnx_frontend {
 namespace {
 
-bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
-
 std::string directoryOf(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
@@ -100,7 +98,7 @@ std::vector<UnsupportedOp> OnnxModel::unsupportedOps() const {
                                                                              int64_t opset, int depth) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const NodeProto& node = nodes[i];
-      if (const FunctionProto* function = functions.find(node); function && depth < 32) {
+      if (const FunctionProto* function = functions.find(node); function && depth < FunctionInliner::kMaxCallDepth) {
         visit(function->nodes, functions.opsetOf(*function, opset), depth + 1);
       } else if (!isDefaultDomain(node.domain)) {
         std::string domain(node.domain);
