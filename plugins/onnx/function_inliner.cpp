@@ -23,9 +23,9 @@ const FunctionProto* FunctionInliner::find(const NodeProto& node) const {
 int64_t FunctionInliner::opsetOf(const FunctionProto& function, int64_t model_opset) const {
   for (const OperatorSetId& id : function.opset_imports) {
     if (isDefaultDomain(id.domain)) {
-      if (id.version < kOldestOpset || id.version > kNewestOpset) {
+      if (id.version > kNewestOpset) {
         raise(path_, ": function '", function.domain, "::", function.name, "' imports opset ", id.version,
-              " of the default domain; Estuary reads ", kOldestOpset, " to ", kNewestOpset);
+              " of the default domain, newer than the newest Estuary knows (", kNewestOpset, ")");
       }
       return id.version;
     }

@@ -86,7 +86,9 @@ class NodeTranslation {
 using TranslateFn = void (*)(NodeTranslation&);
 
 struct OpTranslator {
-  // The first opset of the default domain with the op.
+  // The oldest opset of the default domain whose form of the op the translator takes: the
+  // op's version in force at opset 11 (older ones changed its meaning in ways that are not
+  // translated). A model of an older opset using the op reports it as unsupported.
   int64_t since;
   TranslateFn translate;
 };
@@ -94,8 +96,6 @@ struct OpTranslator {
 // The translator of an op of the default domain, or nullptr when the op has none.
 const OpTranslator* findTranslator(std::string_view op_type);
 
-// The ONNX opsets of the default domain the frontend translates.
-inline constexpr int64_t kOldestOpset = 11;
 // The newest opset of onnx 1.23 (onnx.defs.onnx_opset_version()).
 inline constexpr int64_t kNewestOpset = 28;
 

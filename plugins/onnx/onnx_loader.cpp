@@ -64,18 +64,13 @@ OnnxModel::OnnxModel(std::string path) : path_(std::move(path)) {
     raise(path_, ": not an ONNX model: it decodes as protobuf but has no ",
           model_.ir_version <= 0 ? "ir_version" : "graph");
   }
-  bool imported = false;
   for (const OperatorSetId& id : model_.opset_imports) {
     if (isDefaultDomain(id.domain)) {
       opset_ = id.version;
-      imported = true;
     }
   }
-  if (!imported) raise(path_, ": the model imports no opset of the default ONNX domain");
-  if (opset_ < kOldestOpset) {
-    raise(path_, ": opset ", opset_, " of the default ONNX domain is older than the oldest Estuary reads (",
-          kOldestOpset, "); convert the model with onnx.version_converter.convert_version(model, ", kOldestOpset, ")");
-  }
+  // Without an import (a model of other domains only) every default-domain node is
+  // reported unsupported, at opset 0. Older opsets are checked per op (OpTranslator::since).
   if (opset_ > kNewestOpset) {
     raise(path_, ": opset ", opset_, " of the default ONNX domain is newer than the newest Estuary knows (",
           kNewestOpset, ")");

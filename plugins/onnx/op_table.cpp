@@ -1,6 +1,7 @@
 // The translators of the ONNX ops of the default domain, one small function per op whose
 // meaning changed within opsets 11..28, and a plain copy for the rest (core ops follow the
 // newest opset). A translator sees the node's opset and adapts older forms to the newest.
+// Each entry's opset is the oldest form it takes (see OpTranslator::since).
 #include <algorithm>
 #include <string>
 #include <unordered_map>
@@ -217,9 +218,9 @@ struct Entry {
 
 const Entry kTable[] = {
     // Element-wise
-    {"Abs", {1, translateAsIs}}, {"Acos", {7, translateAsIs}}, {"Add", {7, translateAsIs}},
+    {"Abs", {6, translateAsIs}}, {"Acos", {7, translateAsIs}}, {"Add", {7, translateAsIs}},
     {"And", {7, translateAsIs}}, {"Asin", {7, translateAsIs}}, {"Atan", {7, translateAsIs}},
-    {"Cast", {6, translateAsIs}}, {"CastLike", {15, translateAsIs}}, {"Ceil", {6, translateAsIs}},
+    {"Cast", {9, translateAsIs}}, {"CastLike", {15, translateAsIs}}, {"Ceil", {6, translateAsIs}},
     {"Celu", {12, translateAsIs}}, {"Clip", {11, translateAsIs}}, {"Cos", {7, translateAsIs}},
     {"Cosh", {9, translateAsIs}}, {"Div", {7, translateAsIs}}, {"Elu", {6, translateAsIs}},
     {"Equal", {11, translateAsIs}}, {"Erf", {9, translateAsIs}}, {"Exp", {6, translateAsIs}},
@@ -242,15 +243,15 @@ const Entry kTable[] = {
     {"Constant", {1, translateConstant}}, {"ConstantOfShape", {9, translateAsIs}},
     {"EyeLike", {9, translateAsIs}}, {"Range", {11, translateAsIs}},
     // Shapes and indexing
-    {"Concat", {4, translateAsIs}}, {"CumSum", {11, translateAsIs}}, {"DepthToSpace", {1, translateAsIs}},
-    {"Expand", {8, translateAsIs}}, {"Flatten", {1, translateAsIs}}, {"Gather", {1, translateAsIs}},
+    {"Concat", {11, translateAsIs}}, {"CumSum", {11, translateAsIs}}, {"DepthToSpace", {11, translateAsIs}},
+    {"Expand", {8, translateAsIs}}, {"Flatten", {11, translateAsIs}}, {"Gather", {11, translateAsIs}},
     {"GatherElements", {11, translateAsIs}}, {"GatherND", {11, translateAsIs}},
-    {"NonZero", {9, translateAsIs}}, {"OneHot", {9, translateAsIs}}, {"Pad", {11, translateAsIs}},
+    {"NonZero", {9, translateAsIs}}, {"OneHot", {11, translateAsIs}}, {"Pad", {11, translateAsIs}},
     {"Reshape", {5, translateAsIs}}, {"ScatterElements", {11, translateAsIs}},
     {"ScatterND", {11, translateAsIs}}, {"Shape", {1, translateAsIs}}, {"Size", {1, translateAsIs}},
-    {"Slice", {10, translateAsIs}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {2, translateSplit}},
-    {"Squeeze", {1, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {10, translateAsIs}},
-    {"Transpose", {1, translateAsIs}}, {"Trilu", {14, translateAsIs}}, {"Unsqueeze", {1, translateSqueeze}},
+    {"Slice", {11, translateAsIs}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {11, translateSplit}},
+    {"Squeeze", {11, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {11, translateAsIs}},
+    {"Transpose", {1, translateAsIs}}, {"Trilu", {14, translateAsIs}}, {"Unsqueeze", {11, translateSqueeze}},
     // Neural network
     {"Attention", {23, translateAsIs}}, {"AveragePool", {11, translateAsIs}},
     {"BatchNormalization", {9, translateBatchNormalization}}, {"Conv", {11, translateAsIs}},
