@@ -183,6 +183,26 @@ void translateResize(NodeTranslation& node) {
   node.setOutputs(ir);
 }
 
+// Upsample (opsets 7-9, deprecated at 10) is Resize with the asymmetric coordinate mapping:
+// output index i reads input index i / scale, rounded down for "nearest". Opset 7 gives the
+// scales as an attribute, 9 as an input.
+void translateUpsample(NodeTranslation& node) {
+  Value* scales = node.input(1);
+  if (node.opset() < 9) {
+    const AttributeProto* attr = node.attr("scales");
+    if (!attr || attr->type != OnnxAttrType::Floats) node.fail("attribute 'scales' (FLOATS) is required before opset 9");
+    scales = node.constant(Tensor::fromVector<float>(DType::F32, {static_cast<int64_t>(attr->floats.size())}, attr->floats));
+  }
+  if (!scales) node.fail("input 1 'scales' is required");
+  std::string mode = node.stringAttr("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") node.fail("mode '", mode, "' is not nearest or linear");
+  Node* ir = node.emit("Resize", {node.requiredInput(0), nullptr, scales});
+  ir->setAttr("mode", mode);
+  ir->setAttr("coordinate_transformation_mode", std::string("asymmetric"));
+  if (mode == "nearest") ir->setAttr("nearest_mode", std::string("floor"));
+  node.setOutputs(ir);
+}
+
 // Constant: the value_* forms of opset 12+ become the one `value` tensor, which is what
 // passes and backends read.
 void translateConstant(NodeTranslation& node) {
@@ -261,7 +281,7 @@ const Entry kTable[] = {
     {"Hardmax", {11, translateSoftmaxFamily}}, {"InstanceNormalization", {6, translateAsIs}},
     {"LayerNormalization", {17, translateAsIs}}, {"LogSoftmax", {11, translateSoftmaxFamily}},
     {"MatMul", {9, translateAsIs}}, {"MaxPool", {11, translateAsIs}},
-    {"RMSNormalization", {23, translateAsIs}}, {"Resize", {11, translateResize}},
+    {"RMSNormalization", {23, translateAsIs}}, {"Resize", {11, translateResize}}, {"Upsample", {7, translateUpsample}},
     {"RotaryEmbedding", {23, translateAsIs}}, {"Softmax", {11, translateSoftmaxFamily}},
     // Reductions
     {"ArgMax", {11, translateAsIs}}, {"ArgMin", {11, translateAsIs}},

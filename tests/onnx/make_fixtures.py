@@ -201,3 +201,8 @@ graph = h.make_graph(
 model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], producer_name="make_fixtures", ir_version=8)
 onnx.checker.check_model(model)
 onnx.save(model, os.path.join(OUT, "sparse_opset13.onnx"))
+
+# Upsample (opsets 7-9) is Resize with asymmetric coordinates (nearest rounds down).
+save("upsample_opset9", 9,
+     [h.make_node("Upsample", ["r", "scales"], ["y"], name="upsample", mode="nearest")],
+     [R], [vi("y", T.FLOAT, [1, 2, 8, 8])], [nh.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
