@@ -111,7 +111,7 @@ Tensor NodeTranslation::readSparse(const SparseTensorProto& sparse) {
 
 Value* NodeTranslation::constantScalar(int64_t value) { return constant(Tensor::scalar<int64_t>(DType::I64, value)); }
 
-void NodeTranslation::copyAttributes(Node* node, std::initializer_list<std::string_view> skip) {
+void NodeTranslation::copyAttributes(Node* node, const std::vector<std::string_view>& skip) {
   const OpSchema* schema = OpRegistry::global().find(*node);
   if (!schema) fail("no schema for ", node->qualifiedOpType());
   for (const AttributeProto& attr : proto_.attributes) {

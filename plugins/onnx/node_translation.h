@@ -5,7 +5,6 @@
 // ONNX outputs. Core ops follow the newest ONNX opset, so most functions copy the node as it
 // is; the ones for ops whose meaning changed adapt older opsets to the newest semantics.
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -61,7 +60,7 @@ class NodeTranslation {
   // Sets the ONNX node's attributes on `node` in the kinds its core schema declares (an INT
   // becomes an element type where the schema wants a Type, a GRAPH a subgraph), except those
   // named in `skip`. An attribute the schema does not know is an error.
-  void copyAttributes(Node* node, std::initializer_list<std::string_view> skip = {});
+  void copyAttributes(Node* node, const std::vector<std::string_view>& skip = {});
   // Binds the ONNX node's outputs, in order, to `values` (the names of unused outputs are
   // skipped); sets the value names.
   void setOutputs(const std::vector<Value*>& values);

@@ -3,6 +3,7 @@
 // newest opset). A translator sees the node's opset and adapts older forms to the newest.
 // Each entry's opset is the oldest form it takes (see OpTranslator::since).
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 
@@ -203,6 +204,84 @@ void translateUpsample(NodeTranslation& node) {
   node.setOutputs(ir);
 }
 
+// Attributes that opsets before `since` gave where later ones take inputs (Slice's starts,
+// ends and axes before 10; TopK's k before 10): each becomes a constant i64 input at its
+// position, the others are taken as they are.
+void translateWithAttributesAsInputs(NodeTranslation& node, int64_t since,
+                                     std::initializer_list<std::pair<std::string_view, size_t>> moved) {
+  if (node.opset() >= since) {
+    translateAsIs(node);
+    return;
+  }
+  std::vector<Value*> inputs = node.inputs();
+  for (const auto& [attribute, position] : moved) {
+    const AttributeProto* attr = node.attr(attribute);
+    if (!attr) continue;
+    inputs.resize(std::max(inputs.size(), position + 1), nullptr);
+    // A list (Slice's starts) or one integer (TopK's k), as a 1-D input either way.
+    inputs[position] = node.constantInts(attr->type == OnnxAttrType::Int ? std::vector<int64_t>{attr->i}
+                                                                         : *node.intsAttr(attribute));
+  }
+  while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
+  Node* ir = node.emit(node.opType(), inputs, usedOutputs(node));
+  std::vector<std::string_view> skip;
+  for (const auto& entry : moved) skip.push_back(entry.first);
+  node.copyAttributes(ir, skip);
+  node.setOutputs(ir);
+}
+
+void translateSlice(NodeTranslation& node) {
+  translateWithAttributesAsInputs(node, 10, {{"starts", 1}, {"ends", 2}, {"axes", 3}});
+}
+
+void translateTopK(NodeTranslation& node) { translateWithAttributesAsInputs(node, 10, {{"k", 1}}); }
+
+// A scalar of the input's element type (Clip's bounds, Pad's value before opset 11 were f32
+// attributes of an op on float tensors).
+Value* floatConstantLike(NodeTranslation& node, float value, DType dtype) {
+  switch (dtype) {
+    case DType::F64: return node.constant(Tensor::scalar<double>(DType::F64, value));
+    case DType::Undefined:  // not inferred: the op took floats, f32 by far the most
+    case DType::F32: return node.constant(Tensor::scalar<float>(DType::F32, value));
+    default: {
+      Node* cast = node.emit("Cast", {node.constant(Tensor::scalar<float>(DType::F32, value))});
+      cast->setAttr("to", dtype);
+      return cast->output();
+    }
+  }
+}
+
+// Clip before opset 11: min and max are attributes (absent: no bound).
+void translateClip(NodeTranslation& node) {
+  if (node.opset() >= 11) {
+    translateAsIs(node);
+    return;
+  }
+  Value* x = node.requiredInput(0);
+  std::vector<Value*> inputs = {x, nullptr, nullptr};
+  if (node.attr("min")) inputs[1] = floatConstantLike(node, node.floatAttr("min", 0), x->dtype());
+  if (node.attr("max")) inputs[2] = floatConstantLike(node, node.floatAttr("max", 0), x->dtype());
+  while (inputs.back() == nullptr) inputs.pop_back();
+  Node* ir = node.emit("Clip", inputs);
+  node.setOutputs(ir);
+}
+
+// Pad before opset 11: pads and the constant value are attributes.
+void translatePad(NodeTranslation& node) {
+  if (node.opset() >= 11) {
+    translateAsIs(node);
+    return;
+  }
+  Value* x = node.requiredInput(0);
+  std::optional<std::vector<int64_t>> pads = node.intsAttr("pads");
+  if (!pads) node.fail("attribute 'pads' is required before opset 11");
+  std::vector<Value*> inputs = {x, node.constantInts(*pads)};
+  if (node.attr("value")) inputs.push_back(floatConstantLike(node, node.floatAttr("value", 0), x->dtype()));
+  Node* ir = node.emit("Pad", inputs);
+  node.copyAttributes(ir, {"pads", "value"});
+  node.setOutputs(ir);
+}
+
 // Constant: the value_* forms of opset 12+ become the one `value` tensor, which is what
 // passes and backends read.
 void translateConstant(NodeTranslation& node) {
@@ -241,7 +320,7 @@ const Entry kTable[] = {
     {"Abs", {6, translateAsIs}}, {"Acos", {7, translateAsIs}}, {"Add", {7, translateAsIs}},
     {"And", {7, translateAsIs}}, {"Asin", {7, translateAsIs}}, {"Atan", {7, translateAsIs}},
     {"Cast", {9, translateAsIs}}, {"CastLike", {15, translateAsIs}}, {"Ceil", {6, translateAsIs}},
-    {"Celu", {12, translateAsIs}}, {"Clip", {11, translateAsIs}}, {"Cos", {7, translateAsIs}},
+    {"Celu", {12, translateAsIs}}, {"Clip", {6, translateClip}}, {"Cos", {7, translateAsIs}},
     {"Cosh", {9, translateAsIs}}, {"Div", {7, translateAsIs}}, {"Elu", {6, translateAsIs}},
     {"Equal", {11, translateAsIs}}, {"Erf", {9, translateAsIs}}, {"Exp", {6, translateAsIs}},
     {"Floor", {6, translateAsIs}}, {"Gelu", {20, translateAsIs}}, {"Greater", {9, translateAsIs}},
@@ -266,11 +345,11 @@ const Entry kTable[] = {
     {"Concat", {11, translateAsIs}}, {"CumSum", {11, translateAsIs}}, {"DepthToSpace", {11, translateAsIs}},
     {"Expand", {8, translateAsIs}}, {"Flatten", {11, translateAsIs}}, {"Gather", {11, translateAsIs}},
     {"GatherElements", {11, translateAsIs}}, {"GatherND", {11, translateAsIs}},
-    {"NonZero", {9, translateAsIs}}, {"OneHot", {11, translateAsIs}}, {"Pad", {11, translateAsIs}},
+    {"NonZero", {9, translateAsIs}}, {"OneHot", {11, translateAsIs}}, {"Pad", {2, translatePad}},
     {"Reshape", {5, translateAsIs}}, {"ScatterElements", {11, translateAsIs}},
     {"ScatterND", {11, translateAsIs}}, {"Shape", {1, translateAsIs}}, {"Size", {1, translateAsIs}},
-    {"Slice", {11, translateAsIs}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {11, translateSplit}},
-    {"Squeeze", {11, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {11, translateAsIs}},
+    {"Slice", {1, translateSlice}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {11, translateSplit}},
+    {"Squeeze", {11, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {1, translateTopK}},
     {"Transpose", {1, translateAsIs}}, {"Trilu", {14, translateAsIs}}, {"Unsqueeze", {11, translateSqueeze}},
     // Neural network
     {"Attention", {23, translateAsIs}}, {"AveragePool", {11, translateAsIs}},

@@ -206,3 +206,15 @@ onnx.save(model, os.path.join(OUT, "sparse_opset13.onnx"))
 save("upsample_opset9", 9,
      [h.make_node("Upsample", ["r", "scales"], ["y"], name="upsample", mode="nearest")],
      [R], [vi("y", T.FLOAT, [1, 2, 8, 8])], [nh.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+
+# Opsets before 10/11 gave Slice's starts/ends/axes, TopK's k, Clip's bounds and Pad's pads
+# and value as attributes; they become constant inputs.
+save("slice_topk_opset9", 9,
+     [h.make_node("Slice", ["x"], ["s"], name="slice", starts=[1, 0], ends=[3, 100], axes=[1, 2]),
+      h.make_node("TopK", ["s"], ["values", "indices"], name="topk", axis=-1, k=2)],
+     [X], [vi("values", T.FLOAT, ["batch", 2, 2]), vi("indices", T.INT64, ["batch", 2, 2])])
+save("clip_pad_opset10", 10,
+     [h.make_node("Clip", ["x"], ["c"], name="clip", min=-0.5, max=0.5),
+      h.make_node("Clip", ["c"], ["d"], name="clip_low", min=-0.25),
+      h.make_node("Pad", ["d"], ["y"], name="pad", pads=[0, 0, 1, 0, 0, 2], value=1.5)],
+     [X], [vi("y", T.FLOAT, ["batch", 4, 9])])
