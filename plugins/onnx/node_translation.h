@@ -85,9 +85,9 @@ class NodeTranslation {
 using TranslateFn = void (*)(NodeTranslation&);
 
 struct OpTranslator {
-  // The oldest opset of the default domain whose form of the op the translator takes: the
-  // op's version in force at opset 11 (older ones changed its meaning in ways that are not
-  // translated). A model of an older opset using the op reports it as unsupported.
+  // The oldest opset of the default domain whose form of the op the translator takes (at
+  // most 11, where every op's form is taken). A model of an older opset using the op
+  // reports it as unsupported.
   int64_t since;
   TranslateFn translate;
 };

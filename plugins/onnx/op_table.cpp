@@ -1,7 +1,9 @@
 // The translators of the ONNX ops of the default domain, one small function per op whose
 // meaning changed within opsets 11..28, and a plain copy for the rest (core ops follow the
 // newest opset). A translator sees the node's opset and adapts older forms to the newest.
-// Each entry's opset is the oldest form it takes (see OpTranslator::since).
+// Each entry's opset is the oldest form it takes (see OpTranslator::since): the op's version
+// in force at opset 11, or an older one where the op meant the same (only gaining types,
+// negative axes or optional parts since) or where its translator adapts the older form.
 #include <algorithm>
 #include <initializer_list>
 #include <string>
@@ -319,18 +321,18 @@ const Entry kTable[] = {
     // Element-wise
     {"Abs", {6, translateAsIs}}, {"Acos", {7, translateAsIs}}, {"Add", {7, translateAsIs}},
     {"And", {7, translateAsIs}}, {"Asin", {7, translateAsIs}}, {"Atan", {7, translateAsIs}},
-    {"Cast", {9, translateAsIs}}, {"CastLike", {15, translateAsIs}}, {"Ceil", {6, translateAsIs}},
+    {"Cast", {6, translateAsIs}}, {"CastLike", {15, translateAsIs}}, {"Ceil", {6, translateAsIs}},
     {"Celu", {12, translateAsIs}}, {"Clip", {6, translateClip}}, {"Cos", {7, translateAsIs}},
     {"Cosh", {9, translateAsIs}}, {"Div", {7, translateAsIs}}, {"Elu", {6, translateAsIs}},
-    {"Equal", {11, translateAsIs}}, {"Erf", {9, translateAsIs}}, {"Exp", {6, translateAsIs}},
-    {"Floor", {6, translateAsIs}}, {"Gelu", {20, translateAsIs}}, {"Greater", {9, translateAsIs}},
+    {"Equal", {7, translateAsIs}}, {"Erf", {9, translateAsIs}}, {"Exp", {6, translateAsIs}},
+    {"Floor", {6, translateAsIs}}, {"Gelu", {20, translateAsIs}}, {"Greater", {7, translateAsIs}},
     {"GreaterOrEqual", {12, translateAsIs}}, {"HardSigmoid", {6, translateAsIs}},
     {"HardSwish", {14, translateAsIs}}, {"Identity", {1, translateAsIs}}, {"IsInf", {10, translateAsIs}},
-    {"IsNaN", {9, translateAsIs}}, {"LeakyRelu", {6, translateAsIs}}, {"Less", {9, translateAsIs}},
+    {"IsNaN", {9, translateAsIs}}, {"LeakyRelu", {6, translateAsIs}}, {"Less", {7, translateAsIs}},
     {"LessOrEqual", {12, translateAsIs}}, {"Log", {6, translateAsIs}}, {"Max", {8, translateAsIs}},
     {"Mean", {8, translateAsIs}}, {"Min", {8, translateAsIs}}, {"Mish", {18, translateAsIs}},
     {"Mod", {10, translateAsIs}}, {"Mul", {7, translateAsIs}}, {"Neg", {6, translateAsIs}},
-    {"Not", {1, translateAsIs}}, {"Or", {7, translateAsIs}}, {"PRelu", {9, translateAsIs}},
+    {"Not", {1, translateAsIs}}, {"Or", {7, translateAsIs}}, {"PRelu", {7, translateAsIs}},
     {"Pow", {7, translateAsIs}}, {"Reciprocal", {6, translateAsIs}}, {"Relu", {6, translateAsIs}},
     {"Round", {11, translateAsIs}}, {"Selu", {6, translateAsIs}}, {"Sigmoid", {6, translateAsIs}},
     {"Sign", {9, translateAsIs}}, {"Sin", {7, translateAsIs}}, {"Sinh", {9, translateAsIs}},
@@ -342,33 +344,33 @@ const Entry kTable[] = {
     {"Constant", {1, translateConstant}}, {"ConstantOfShape", {9, translateAsIs}},
     {"EyeLike", {9, translateAsIs}}, {"Range", {11, translateAsIs}},
     // Shapes and indexing
-    {"Concat", {11, translateAsIs}}, {"CumSum", {11, translateAsIs}}, {"DepthToSpace", {11, translateAsIs}},
-    {"Expand", {8, translateAsIs}}, {"Flatten", {11, translateAsIs}}, {"Gather", {11, translateAsIs}},
+    {"Concat", {4, translateAsIs}}, {"CumSum", {11, translateAsIs}}, {"DepthToSpace", {1, translateAsIs}},
+    {"Expand", {8, translateAsIs}}, {"Flatten", {1, translateAsIs}}, {"Gather", {1, translateAsIs}},
     {"GatherElements", {11, translateAsIs}}, {"GatherND", {11, translateAsIs}},
-    {"NonZero", {9, translateAsIs}}, {"OneHot", {11, translateAsIs}}, {"Pad", {2, translatePad}},
+    {"NonZero", {9, translateAsIs}}, {"OneHot", {9, translateAsIs}}, {"Pad", {2, translatePad}},
     {"Reshape", {5, translateAsIs}}, {"ScatterElements", {11, translateAsIs}},
     {"ScatterND", {11, translateAsIs}}, {"Shape", {1, translateAsIs}}, {"Size", {1, translateAsIs}},
-    {"Slice", {1, translateSlice}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {11, translateSplit}},
-    {"Squeeze", {11, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {1, translateTopK}},
-    {"Transpose", {1, translateAsIs}}, {"Trilu", {14, translateAsIs}}, {"Unsqueeze", {11, translateSqueeze}},
+    {"Slice", {1, translateSlice}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {2, translateSplit}},
+    {"Squeeze", {1, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {1, translateTopK}},
+    {"Transpose", {1, translateAsIs}}, {"Trilu", {14, translateAsIs}}, {"Unsqueeze", {1, translateSqueeze}},
     // Neural network
-    {"Attention", {23, translateAsIs}}, {"AveragePool", {11, translateAsIs}},
-    {"BatchNormalization", {9, translateBatchNormalization}}, {"Conv", {11, translateAsIs}},
-    {"ConvTranspose", {11, translateAsIs}}, {"Dropout", {10, translateDropout}}, {"Einsum", {12, translateAsIs}},
-    {"Gemm", {11, translateAsIs}}, {"GlobalAveragePool", {1, translateAsIs}},
+    {"Attention", {23, translateAsIs}}, {"AveragePool", {1, translateAsIs}},
+    {"BatchNormalization", {9, translateBatchNormalization}}, {"Conv", {1, translateAsIs}},
+    {"ConvTranspose", {1, translateAsIs}}, {"Dropout", {7, translateDropout}}, {"Einsum", {12, translateAsIs}},
+    {"Gemm", {7, translateAsIs}}, {"GlobalAveragePool", {1, translateAsIs}},
     {"GlobalMaxPool", {1, translateAsIs}}, {"GroupNormalization", {18, translateGroupNormalization}},
-    {"Hardmax", {11, translateSoftmaxFamily}}, {"InstanceNormalization", {6, translateAsIs}},
-    {"LayerNormalization", {17, translateAsIs}}, {"LogSoftmax", {11, translateSoftmaxFamily}},
-    {"MatMul", {9, translateAsIs}}, {"MaxPool", {11, translateAsIs}},
+    {"Hardmax", {1, translateSoftmaxFamily}}, {"InstanceNormalization", {6, translateAsIs}},
+    {"LayerNormalization", {17, translateAsIs}}, {"LogSoftmax", {1, translateSoftmaxFamily}},
+    {"MatMul", {1, translateAsIs}}, {"MaxPool", {1, translateAsIs}},
     {"RMSNormalization", {23, translateAsIs}}, {"Resize", {11, translateResize}}, {"Upsample", {7, translateUpsample}},
-    {"RotaryEmbedding", {23, translateAsIs}}, {"Softmax", {11, translateSoftmaxFamily}},
+    {"RotaryEmbedding", {23, translateAsIs}}, {"Softmax", {1, translateSoftmaxFamily}},
     // Reductions
-    {"ArgMax", {11, translateAsIs}}, {"ArgMin", {11, translateAsIs}},
-    {"ReduceL1", {11, translateReduce<18>}}, {"ReduceL2", {11, translateReduce<18>}},
-    {"ReduceLogSum", {11, translateReduce<18>}}, {"ReduceLogSumExp", {11, translateReduce<18>}},
-    {"ReduceMax", {11, translateReduce<18>}}, {"ReduceMean", {11, translateReduce<18>}},
-    {"ReduceMin", {11, translateReduce<18>}}, {"ReduceProd", {11, translateReduce<18>}},
-    {"ReduceSum", {11, translateReduce<13>}}, {"ReduceSumSquare", {11, translateReduce<18>}},
+    {"ArgMax", {1, translateAsIs}}, {"ArgMin", {1, translateAsIs}},
+    {"ReduceL1", {1, translateReduce<18>}}, {"ReduceL2", {1, translateReduce<18>}},
+    {"ReduceLogSum", {1, translateReduce<18>}}, {"ReduceLogSumExp", {1, translateReduce<18>}},
+    {"ReduceMax", {1, translateReduce<18>}}, {"ReduceMean", {1, translateReduce<18>}},
+    {"ReduceMin", {1, translateReduce<18>}}, {"ReduceProd", {1, translateReduce<18>}},
+    {"ReduceSum", {1, translateReduce<13>}}, {"ReduceSumSquare", {1, translateReduce<18>}},
     // Control flow
     {"If", {11, translateAsIs}}, {"Loop", {11, translateAsIs}},
 };
