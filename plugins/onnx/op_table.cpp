@@ -29,6 +29,14 @@ void translateAsIs(NodeTranslation& node) {
   node.setOutputs(ir);
 }
 
+// If and Loop: every output stays, named or not, since their count must match what the
+// subgraphs return.
+void translateControlFlow(NodeTranslation& node) {
+  Node* ir = node.emit(node.opType(), node.inputs(), node.numOutputs());
+  node.copyAttributes(ir);
+  node.setOutputs(ir);
+}
+
 // An INTS attribute that later opsets turned into an i64 input (Reduce* axes, Squeeze and
 // Unsqueeze axes, Split's split): the attribute becomes a constant input at `position`.
 void translateWithAttributeAsInput(NodeTranslation& node, std::string_view attribute, size_t position) {
@@ -372,7 +380,7 @@ const Entry kTable[] = {
     {"ReduceMin", {1, translateReduce<18>}}, {"ReduceProd", {1, translateReduce<18>}},
     {"ReduceSum", {1, translateReduce<13>}}, {"ReduceSumSquare", {1, translateReduce<18>}},
     // Control flow
-    {"If", {11, translateAsIs}}, {"Loop", {11, translateAsIs}},
+    {"If", {11, translateControlFlow}}, {"Loop", {11, translateControlFlow}},
 };
 
 }  // namespace

@@ -353,6 +353,16 @@ TEST_F(OnnxReaderTest, UndefinedInputAndDoubleDefinitionAreNamed) {
                                     "defined once");
 }
 
+TEST_F(OnnxReaderTest, UnnamedOutputsOfAnIfStay) {
+  // The branches return two values; the If names only the first. Its IR node keeps both.
+  Proto branch = graph("branch", {node("Neg", {"x"}, {"a"}, "neg"), node("Abs", {"x"}, {"b"}, "abs")}, {}, {},
+                       {valueInfo("a", kFloat, {}), valueInfo("b", kFloat, {})});
+  Proto g = graph("g", {node("If", {"cond"}, {"y", ""}, "if", {attrGraph("then_branch", branch), attrGraph("else_branch", branch)})},
+                  {}, {valueInfo("x", kFloat, {int64_t{2}}), valueInfo("cond", 9, {})}, {valueInfo("y", kFloat, {})});
+  std::unique_ptr<Graph> graph = OnnxModel(write("m.onnx", model(16, g))).toGraph();
+  EXPECT_EQ(graph->output(0)->producer()->numOutputs(), 2u);
+}
+
 TEST_F(OnnxReaderTest, UnsupportedElementTypeIsNamed) {
   std::string path = write("m.onnx", model(13, graph("g", {node("Identity", {"s"}, {"y"}, "id")}, {},
                                                       {valueInfo("s", kString, {int64_t{2}})}, {})));
