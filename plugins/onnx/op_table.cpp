@@ -176,9 +176,16 @@ void translateGroupNormalization(NodeTranslation& node) {
   node.setOutputs(ir);
 }
 
-// Resize: opsets 11 and 13 fill the unused one of scales/sizes (and roi) with an empty
+void translateUpsample(NodeTranslation& node);
+
+// Resize: opset 10's Resize is Upsample renamed (asymmetric coordinates, scales only).
+// Opsets 11 and 13 fill the unused one of scales/sizes (and roi) with an empty
 // tensor where later ones leave the input out; an empty constant is an absent input.
 void translateResize(NodeTranslation& node) {
+  if (node.opset() < 11) {
+    translateUpsample(node);
+    return;
+  }
   std::string mode = node.stringAttr("coordinate_transformation_mode", "half_pixel");
   if (mode == "tf_half_pixel_for_nn") {
     node.fail("coordinate_transformation_mode 'tf_half_pixel_for_nn' (opset 11 only) is not supported");
@@ -194,9 +201,9 @@ void translateResize(NodeTranslation& node) {
   node.setOutputs(ir);
 }
 
-// Upsample (opsets 7-9, deprecated at 10) is Resize with the asymmetric coordinate mapping:
-// output index i reads input index i / scale, rounded down for "nearest". Opset 7 gives the
-// scales as an attribute, 9 as an input.
+// Upsample (opsets 7-9, deprecated at 10) and Resize-10 are Resize with the asymmetric
+// coordinate mapping: output index i reads input index i / scale, rounded down for
+// "nearest". Opset 7 gives the scales as an attribute, 9 and 10 as an input.
 void translateUpsample(NodeTranslation& node) {
   Value* scales = node.input(1);
   if (node.opset() < 9) {
@@ -370,7 +377,7 @@ const Entry kTable[] = {
     {"Hardmax", {1, translateSoftmaxFamily}}, {"InstanceNormalization", {6, translateAsIs}},
     {"LayerNormalization", {17, translateAsIs}}, {"LogSoftmax", {1, translateSoftmaxFamily}},
     {"MatMul", {1, translateAsIs}}, {"MaxPool", {1, translateAsIs}},
-    {"RMSNormalization", {23, translateAsIs}}, {"Resize", {11, translateResize}}, {"Upsample", {7, translateUpsample}},
+    {"RMSNormalization", {23, translateAsIs}}, {"Resize", {10, translateResize}}, {"Upsample", {7, translateUpsample}},
     {"RotaryEmbedding", {23, translateAsIs}}, {"Softmax", {1, translateSoftmaxFamily}},
     // Reductions
     {"ArgMax", {1, translateAsIs}}, {"ArgMin", {1, translateAsIs}},

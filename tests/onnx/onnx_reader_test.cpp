@@ -304,19 +304,22 @@ TEST_F(OnnxReaderTest, OpsetsOutsideTheSupportedRangeAreRefused) {
 }
 
 TEST_F(OnnxReaderTest, OlderOpsetsTranslateOpsWhoseMeaningHasNotChangedSince) {
-  // Relu has meant the same since opset 6; Resize-10 had no coordinate modes, which the
-  // frontend does not translate.
+  // Relu has meant the same since opset 6; Resize-10 is Upsample renamed.
   EXPECT_EQ(OnnxModel(write("relu.onnx", reluModel(7, {int64_t{2}}))).toGraph()->numNodes(), 1u);
   Proto g = graph("g", {node("Resize", {"x", "scales"}, {"y"}, "resize")}, {},
                   {valueInfo("x", kFloat, {int64_t{2}}), valueInfo("scales", kFloat, {int64_t{1}})},
                   {valueInfo("y", kFloat, {})});
+  EXPECT_EQ(OnnxModel(write("resize.onnx", model(10, g))).toGraph()->numNodes(), 1u);
+  // Mod appeared in opset 10: an opset 9 model using it is listed unsupported, at opset 9.
+  g = graph("g", {node("Mod", {"x", "x"}, {"y"}, "mod")}, {}, {valueInfo("x", kFloat, {int64_t{2}})},
+            {valueInfo("y", kFloat, {})});
   try {
-    OnnxModel(write("resize.onnx", model(10, g))).toGraph();
+    OnnxModel(write("mod.onnx", model(9, g))).toGraph();
     FAIL() << "loaded";
   } catch (const UnsupportedOpsError& error) {
     ASSERT_EQ(error.ops().size(), 1u);
-    EXPECT_EQ(error.ops()[0].op_type, "Resize");
-    EXPECT_EQ(error.ops()[0].opset, 10);
+    EXPECT_EQ(error.ops()[0].op_type, "Mod");
+    EXPECT_EQ(error.ops()[0].opset, 9);
   }
 }
 
