@@ -191,7 +191,8 @@ void GraphImporter::import() {
   }
   for (const SparseTensorProto& sparse : proto_.sparse_initializers) {
     Node* constant = graph_.createNode("Constant", {});
-    constant->setAttr("value", model_.tensors->readSparse(sparse, "sparse initializer '" + std::string(sparse.values.name) + "'"));
+    std::string what = "sparse initializer '" + std::string(sparse.values.name) + "'";
+    constant->setAttr("value", model_.tensors->readSparse(sparse, what));
     initializers.emplace_back(sparse.values.name, constant->output());
   }
   inferAfter(nullptr);

@@ -55,7 +55,8 @@ namespace {
 
 void expectType(const NodeTranslation& node, const AttributeProto& attr, OnnxAttrType expected) {
   if (attr.type != expected) {
-    node.fail("attribute '", attr.name, "' is ", onnxAttrTypeName(attr.type), ", expected ", onnxAttrTypeName(expected));
+    node.fail("attribute '", attr.name, "' is ", onnxAttrTypeName(attr.type), ", expected ",
+              onnxAttrTypeName(expected));
   }
 }
 

@@ -1,5 +1,6 @@
 // Plugin onnx_frontend: the ONNX frontend. Reads .onnx files (external data included,
-// opsets up to 28 of the default domain, every op from opset 11 and most from older ones) into core IR; see onnx_loader.h.
+// opsets up to 28 of the default domain, every op from opset 11 and most from older ones)
+// into core IR; see onnx_loader.h and README.md.
 #include <fstream>
 
 #include "estuary/frontend/frontend.h"

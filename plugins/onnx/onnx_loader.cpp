@@ -146,7 +146,9 @@ ModelInfo OnnxModel::describe() const {
   if (model_.model_version != 0) info.properties.emplace_back("model_version", std::to_string(model_.model_version));
   if (!model_.doc_string.empty()) info.properties.emplace_back("doc_string", std::string(model_.doc_string));
   if (!model_.functions.empty()) info.properties.emplace_back("functions", std::to_string(model_.functions.size()));
-  for (const StringEntry& entry : model_.metadata) info.properties.emplace_back(std::string(entry.key), std::string(entry.value));
+  for (const StringEntry& entry : model_.metadata) {
+    info.properties.emplace_back(std::string(entry.key), std::string(entry.value));
+  }
   for (const OperatorSetId& id : model_.opset_imports) {
     info.opsets[id.domain == "ai.onnx" ? std::string() : std::string(id.domain)] = id.version;
   }

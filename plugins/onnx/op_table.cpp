@@ -15,6 +15,11 @@
 namespace estuary::onnx_frontend {
 namespace {
 
+// A 1-D f32 tensor of `values`.
+Tensor floatVector(const std::vector<float>& values) {
+  return Tensor::fromVector<float>(DType::F32, {static_cast<int64_t>(values.size())}, values);
+}
+
 // How many outputs the IR node needs: unused optional outputs at the end are left off.
 size_t usedOutputs(const NodeTranslation& node) {
   size_t count = node.numOutputs();
@@ -208,8 +213,10 @@ void translateUpsample(NodeTranslation& node) {
   Value* scales = node.input(1);
   if (node.opset() < 9) {
     const AttributeProto* attr = node.attr("scales");
-    if (!attr || attr->type != OnnxAttrType::Floats) node.fail("attribute 'scales' (FLOATS) is required before opset 9");
-    scales = node.constant(Tensor::fromVector<float>(DType::F32, {static_cast<int64_t>(attr->floats.size())}, attr->floats));
+    if (!attr || attr->type != OnnxAttrType::Floats) {
+      node.fail("attribute 'scales' (FLOATS) is required before opset 9");
+    }
+    scales = node.constant(floatVector(attr->floats));
   }
   if (!scales) node.fail("input 1 'scales' is required");
   std::string mode = node.stringAttr("mode", "nearest");
@@ -311,7 +318,7 @@ void translateConstant(NodeTranslation& node) {
     ir->setAttr("value", Tensor::scalar<float>(DType::F32, node.floatAttr("value_float", 0)));
   } else if (attr.name == "value_floats") {
     if (attr.type != OnnxAttrType::Floats) node.fail("attribute 'value_floats' is ", onnxAttrTypeName(attr.type));
-    ir->setAttr("value", Tensor::fromVector<float>(DType::F32, {static_cast<int64_t>(attr.floats.size())}, attr.floats));
+    ir->setAttr("value", floatVector(attr.floats));
   } else if (attr.name == "value_int") {
     ir->setAttr("value", Tensor::scalar<int64_t>(DType::I64, node.intAttr("value_int", 0)));
   } else if (attr.name == "value_ints") {

@@ -211,7 +211,10 @@ Tensor TensorReader::readSparse(const SparseTensorProto& proto, const std::strin
         position = position * static_cast<uint64_t>(proto.dims[d]) + static_cast<uint64_t>(coordinate);
       }
     }
-    if (!inside) raise(model_path_, ": ", what, ": index ", k, " of the sparse tensor lies outside its shape ", shapeText(proto.dims));
+    if (!inside) {
+      raise(model_path_, ": ", what, ": index ", k, " of the sparse tensor lies outside its shape ",
+            shapeText(proto.dims));
+    }
     std::memcpy(static_cast<char*>(dense.mutableData()) + position * size, values.data<char>() + k * size, size);
   }
   return dense;

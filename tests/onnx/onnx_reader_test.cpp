@@ -123,7 +123,8 @@ TEST_F(OnnxReaderTest, SparseIndexOutsideTheShapeIsRefused) {
   Proto g = graph("g", {node("Identity", {"s"}, {"y"}, "id")}, {}, {}, {valueInfo("y", kFloat, {})});
   g.message(15, sparse);  // sparse_initializer
   std::string path = write("m.onnx", model(13, g));
-  EXPECT_EQ(loadError(path), path + ": sparse initializer 's': index 0 of the sparse tensor lies outside its shape [2,3]");
+  EXPECT_EQ(loadError(path),
+            path + ": sparse initializer 's': index 0 of the sparse tensor lies outside its shape [2,3]");
 }
 
 TEST_F(OnnxReaderTest, AlignedRawDataStaysInTheFileMisalignedIsCopied) {
@@ -170,7 +171,8 @@ Proto externalTensor(const std::string& location, int64_t offset, int64_t length
 }
 
 Proto identityOf(const Proto& initializer, int64_t opset = 13) {
-  return model(opset, graph("g", {node("Identity", {"w"}, {"y"}, "id")}, {initializer}, {}, {valueInfo("y", kFloat, {})}));
+  return model(opset,
+               graph("g", {node("Identity", {"w"}, {"y"}, "id")}, {initializer}, {}, {valueInfo("y", kFloat, {})}));
 }
 
 TEST_F(OnnxReaderTest, ExternalDataIsMappedInPlace) {
