@@ -108,21 +108,21 @@ void collectReads(const GraphProto& graph, std::vector<std::string_view>& names)
 
 }  // namespace
 
-std::vector<const NodeProto*> GraphImporter::sortedNodes() const {
+std::vector<const PlacedNode*> GraphImporter::sortedNodes(const std::vector<PlacedNode>& nodes) const {
   // ONNX requires nodes in topological order but not every exporter obeys; the order is
   // restored here (stable: ready nodes are taken in file order) and a cycle is an error.
-  const size_t count = proto_.nodes.size();
+  const size_t count = nodes.size();
   std::unordered_map<std::string_view, size_t> producer;
   for (size_t i = 0; i < count; ++i) {
-    for (std::string_view output : proto_.nodes[i].outputs) {
+    for (std::string_view output : nodes[i].node.outputs) {
       if (!output.empty()) producer.emplace(output, i);
     }
   }
   std::vector<std::vector<size_t>> users(count);
   std::vector<size_t> pending(count, 0);
   for (size_t i = 0; i < count; ++i) {
-    std::vector<std::string_view> reads(proto_.nodes[i].inputs.begin(), proto_.nodes[i].inputs.end());
-    for (const AttributeProto& attr : proto_.nodes[i].attributes) {
+    std::vector<std::string_view> reads(nodes[i].node.inputs.begin(), nodes[i].node.inputs.end());
+    for (const AttributeProto& attr : nodes[i].node.attributes) {
       if (attr.g) collectReads(*attr.g, reads);
       for (const auto& g : attr.graphs) collectReads(*g, reads);
     }
@@ -132,7 +132,7 @@ std::vector<const NodeProto*> GraphImporter::sortedNodes() const {
       auto found = producer.find(name);
       if (name.empty() || found == producer.end() || found->second == i) {
         if (found != producer.end() && found->second == i && !name.empty()) {
-          raise(model_.path, ": graph '", proto_.name, "': ", describeNode(proto_.nodes[i], i),
+          raise(model_.path, ": graph '", proto_.name, "': ", describeNode(nodes[i].node, i),
                 " reads its own output '", name, "' (a cycle)");
         }
         continue;
@@ -145,12 +145,12 @@ std::vector<const NodeProto*> GraphImporter::sortedNodes() const {
   for (size_t i = 0; i < count; ++i) {
     if (pending[i] == 0) ready.push(i);
   }
-  std::vector<const NodeProto*> order;
+  std::vector<const PlacedNode*> order;
   order.reserve(count);
   while (!ready.empty()) {
     size_t i = ready.top();
     ready.pop();
-    order.push_back(&proto_.nodes[i]);
+    order.push_back(&nodes[i]);
     for (size_t user : users[i]) {
       if (--pending[user] == 0) ready.push(user);
     }
@@ -160,7 +160,7 @@ std::vector<const NodeProto*> GraphImporter::sortedNodes() const {
     size_t listed = 0;
     for (size_t i = 0; i < count && listed < 8; ++i) {
       if (pending[i] == 0) continue;
-      stuck += (listed++ ? ", " : "") + describeNode(proto_.nodes[i], i);
+      stuck += (listed++ ? ", " : "") + describeNode(nodes[i].node, i);
     }
     raise(model_.path, ": graph '", proto_.name, "' has a cycle: ", count - order.size(),
           " nodes cannot be put in an order where every input is defined before its use, among them ", stuck);
@@ -189,11 +189,13 @@ void GraphImporter::import() {
     constant->setAttr("value", model_.tensors->read(tensor, what));
     initializers.emplace_back(tensor.name, constant->output());
   }
-  inferAfter(nullptr);
   for (const SparseTensorProto& sparse : proto_.sparse_initializers) {
-    raise(model_.path, ": sparse initializer '", sparse.values.name,
-          "': Estuary does not read sparse initializers (store it dense)");
+    Node* constant = graph_.createNode("Constant", {});
+    std::string what = "sparse initializer '" + std::string(sparse.values.name) + "'";
+    constant->setAttr("value", model_.tensors->readSparse(sparse, what));
+    initializers.emplace_back(sparse.values.name, constant->output());
   }
+  inferAfter(nullptr);
   for (const ValueInfoProto& input : proto_.inputs) {
     bool is_initializer = std::any_of(initializers.begin(), initializers.end(),
                                       [&](const auto& entry) { return entry.first == input.name; });
@@ -203,12 +205,14 @@ void GraphImporter::import() {
   }
   for (const auto& [name, value] : initializers) define(name, value, "an initializer");
 
-  for (const NodeProto* node : sortedNodes()) {
+  const std::vector<PlacedNode> nodes = model_.functions->expand(proto_.nodes, model_.opset);
+  for (const PlacedNode* placed : sortedNodes(nodes)) {
+    const NodeProto* node = &placed->node;
     const OpTranslator* translator = findTranslator(node->op_type);
     // The frontend checks every op before translating any (collecting all unsupported ones),
     // so a node without translator here is a bug of that check.
     if (!translator) raise(model_.path, ": no translator for ", describeNode(*node, 0));
-    NodeTranslation translation(*this, *node, model_.opset);
+    NodeTranslation translation(*this, *node, placed->opset);
     Node* before = graph_.lastNode();
     translator->translate(translation);
     inferAfter(before);

@@ -11,6 +11,7 @@
 
 #include "estuary/ir/graph.h"
 #include "estuary/ops/schema.h"
+#include "function_inliner.h"
 #include "onnx_model.h"
 #include "tensor_data.h"
 
@@ -39,6 +40,7 @@ struct ModelContext {
   std::string path;        // for errors
   int64_t opset = 0;       // version of the default domain
   TensorReader* tensors = nullptr;
+  FunctionInliner* functions = nullptr;
   SymbolTable symbols;
   // Known element values of shape-like tensors, for inference as nodes are translated.
   KnownValueMap known_values;
@@ -64,7 +66,8 @@ class GraphImporter {
   TensorType typeOf(const ValueInfoProto& info, std::string_view what);
 
  private:
-  std::vector<const NodeProto*> sortedNodes() const;
+  // `nodes` in a topological order.
+  std::vector<const PlacedNode*> sortedNodes(const std::vector<PlacedNode>& nodes) const;
   // Infers the types of the nodes after `before` (nullptr: all nodes).
   void inferAfter(Node* before);
 

@@ -22,6 +22,12 @@ Value* NodeTranslation::input(size_t i) const {
   return value;
 }
 
+Value* NodeTranslation::requiredInput(size_t i) const {
+  Value* value = input(i);
+  if (!value) fail("input ", i, " is required but absent");
+  return value;
+}
+
 std::vector<Value*> NodeTranslation::inputs() const {
   std::vector<Value*> values;
   for (size_t i = 0; i < proto_.inputs.size(); ++i) values.push_back(input(i));
@@ -49,7 +55,8 @@ namespace {
 
 void expectType(const NodeTranslation& node, const AttributeProto& attr, OnnxAttrType expected) {
   if (attr.type != expected) {
-    node.fail("attribute '", attr.name, "' is ", onnxAttrTypeName(attr.type), ", expected ", onnxAttrTypeName(expected));
+    node.fail("attribute '", attr.name, "' is ", onnxAttrTypeName(attr.type), ", expected ",
+              onnxAttrTypeName(expected));
   }
 }
 
@@ -99,9 +106,13 @@ Value* NodeTranslation::constantInts(const std::vector<int64_t>& values) {
   return constant(Tensor::fromVector<int64_t>(DType::I64, {static_cast<int64_t>(values.size())}, values));
 }
 
+Tensor NodeTranslation::readSparse(const SparseTensorProto& sparse) {
+  return importer_.model().tensors->readSparse(sparse, "sparse tensor of node '" + std::string(proto_.name) + "'");
+}
+
 Value* NodeTranslation::constantScalar(int64_t value) { return constant(Tensor::scalar<int64_t>(DType::I64, value)); }
 
-void NodeTranslation::copyAttributes(Node* node, std::initializer_list<std::string_view> skip) {
+void NodeTranslation::copyAttributes(Node* node, const std::vector<std::string_view>& skip) {
   const OpSchema* schema = OpRegistry::global().find(*node);
   if (!schema) fail("no schema for ", node->qualifiedOpType());
   for (const AttributeProto& attr : proto_.attributes) {
@@ -134,10 +145,15 @@ void NodeTranslation::copyAttributes(Node* node, std::initializer_list<std::stri
       }
       case AttrKind::Tensor:
         require(OnnxAttrType::Tensor);
+        if (!attr.t) fail("attribute '", attr.name, "' is of type TENSOR but holds no tensor");
         node->setAttr(name, importer_.model().tensors->read(*attr.t, "attribute '" + name + "' of node '" +
                                                                           std::string(proto_.name) + "'"));
         break;
-      case AttrKind::Graph: require(OnnxAttrType::Graph); node->setAttr(name, importer_.importSubgraph(*attr.g, name)); break;
+      case AttrKind::Graph:
+        require(OnnxAttrType::Graph);
+        if (!attr.g) fail("attribute '", attr.name, "' is of type GRAPH but holds no graph");
+        node->setAttr(name, importer_.importSubgraph(*attr.g, name));
+        break;
       case AttrKind::Ints: require(OnnxAttrType::Ints); node->setAttr(name, attr.ints); break;
       case AttrKind::Floats:
         require(OnnxAttrType::Floats);

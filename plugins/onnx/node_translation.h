@@ -5,7 +5,7 @@
 // ONNX outputs. Core ops follow the newest ONNX opset, so most functions copy the node as it
 // is; the ones for ops whose meaning changed adapt older opsets to the newest semantics.
 #include <cstdint>
-#include <initializer_list>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -33,6 +33,8 @@ class NodeTranslation {
   size_t numInputs() const { return proto_.inputs.size(); }
   Value* input(size_t i) const;
   std::vector<Value*> inputs() const;
+  // Input i, which the op requires: absent is an error naming the node.
+  Value* requiredInput(size_t i) const;
   // The contents of input i when it is a constant (an initializer or a Constant node).
   const Tensor* constantInput(size_t i) const;
   size_t numOutputs() const { return proto_.outputs.size(); }
@@ -53,10 +55,12 @@ class NodeTranslation {
   Value* constant(Tensor tensor);
   Value* constantInts(const std::vector<int64_t>& values);  // 1-D i64
   Value* constantScalar(int64_t value);                     // 0-D i64
+  // A sparse tensor attribute of the node, made dense.
+  Tensor readSparse(const SparseTensorProto& sparse);
   // Sets the ONNX node's attributes on `node` in the kinds its core schema declares (an INT
   // becomes an element type where the schema wants a Type, a GRAPH a subgraph), except those
   // named in `skip`. An attribute the schema does not know is an error.
-  void copyAttributes(Node* node, std::initializer_list<std::string_view> skip = {});
+  void copyAttributes(Node* node, const std::vector<std::string_view>& skip = {});
   // Binds the ONNX node's outputs, in order, to `values` (the names of unused outputs are
   // skipped); sets the value names.
   void setOutputs(const std::vector<Value*>& values);
@@ -81,7 +85,9 @@ class NodeTranslation {
 using TranslateFn = void (*)(NodeTranslation&);
 
 struct OpTranslator {
-  // The first opset of the default domain with the op.
+  // The oldest opset of the default domain whose form of the op the translator takes (at
+  // most 11, where every op's form is taken). A model of an older opset using the op
+  // reports it as unsupported.
   int64_t since;
   TranslateFn translate;
 };
@@ -89,8 +95,6 @@ struct OpTranslator {
 // The translator of an op of the default domain, or nullptr when the op has none.
 const OpTranslator* findTranslator(std::string_view op_type);
 
-// The ONNX opsets of the default domain the frontend translates.
-inline constexpr int64_t kOldestOpset = 11;
 // The newest opset of onnx 1.23 (onnx.defs.onnx_opset_version()).
 inline constexpr int64_t kNewestOpset = 28;
 

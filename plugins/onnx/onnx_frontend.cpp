@@ -1,5 +1,6 @@
 // Plugin onnx_frontend: the ONNX frontend. Reads .onnx files (external data included,
-// opsets 11..28 of the default domain) into core IR; see onnx_loader.h.
+// opsets up to 28 of the default domain, every op from opset 11 and most from older ones)
+// into core IR; see onnx_loader.h and README.md.
 #include <fstream>
 
 #include "estuary/frontend/frontend.h"
@@ -26,7 +27,7 @@ class OnnxFrontend final : public Frontend {
 void registerOnnxFrontend(PluginRegistrar& registrar) {
   FrontendInfo info;
   info.name = "onnx";
-  info.description = "ONNX models (.onnx with external data), opsets 11 to 28";
+  info.description = "ONNX models (.onnx with external data), opsets up to 28 (every op from 11)";
   info.extensions = {".onnx"};
   info.factory = [] { return std::make_shared<OnnxFrontend>(); };
   registrar.addFrontend(std::move(info));

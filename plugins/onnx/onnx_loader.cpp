@@ -8,14 +8,13 @@
 #include "estuary/ir/verifier.h"
 #include "estuary/ops/schema.h"
 #include "estuary/support/error.h"
+#include "function_inliner.h"
 #include "graph_importer.h"
 #include "node_translation.h"
 #include "tensor_data.h"
 
 namespace estuary::onnx_frontend {
 namespace {
-
-bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
 
 std::string directoryOf(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -65,18 +64,13 @@ OnnxModel::OnnxModel(std::string path) : path_(std::move(path)) {
     raise(path_, ": not an ONNX model: it decodes as protobuf but has no ",
           model_.ir_version <= 0 ? "ir_version" : "graph");
   }
-  bool imported = false;
   for (const OperatorSetId& id : model_.opset_imports) {
     if (isDefaultDomain(id.domain)) {
       opset_ = id.version;
-      imported = true;
     }
   }
-  if (!imported) raise(path_, ": the model imports no opset of the default ONNX domain");
-  if (opset_ < kOldestOpset) {
-    raise(path_, ": opset ", opset_, " of the default ONNX domain is older than the oldest Estuary reads (",
-          kOldestOpset, "); convert the model with onnx.version_converter.convert_version(model, ", kOldestOpset, ")");
-  }
+  // Without an import (a model of other domains only) every default-domain node is
+  // reported unsupported, at opset 0. Older opsets are checked per op (OpTranslator::since).
   if (opset_ > kNewestOpset) {
     raise(path_, ": opset ", opset_, " of the default ONNX domain is newer than the newest Estuary knows (",
           kNewestOpset, ")");
@@ -94,25 +88,29 @@ std::vector<UnsupportedOp> OnnxModel::unsupportedOps() const {
     if (added) found.push_back(UnsupportedOp{std::string(node.op_type), domain, opset, {}});
     found[entry->second].nodes.push_back(node.name.empty() ? "#" + std::to_string(position) : std::string(node.name));
   };
-  std::function<void(const GraphProto&)> visit = [&](const GraphProto& graph) {
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const NodeProto& node = graph.nodes[i];
-      if (!isDefaultDomain(node.domain)) {
+  FunctionInliner functions(model_, path_);
+  std::function<void(const std::vector<NodeProto>&, int64_t, int)> visit = [&](const std::vector<NodeProto>& nodes,
+                                                                             int64_t opset, int depth) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeProto& node = nodes[i];
+      if (const FunctionProto* function = functions.find(node); function && depth < FunctionInliner::kMaxCallDepth) {
+        visit(function->nodes, functions.opsetOf(*function, opset), depth + 1);
+      } else if (!isDefaultDomain(node.domain)) {
         std::string domain(node.domain);
         auto version = versions.find(domain);
         note(node, i, domain, version == versions.end() ? 0 : version->second);
       } else if (const OpTranslator* translator = findTranslator(node.op_type);
-                 !translator || translator->since > opset_) {
+                 !translator || translator->since > opset) {
         // An op newer than the model's opset is not an op of that opset.
-        note(node, i, "", opset_);
+        note(node, i, "", opset);
       }
       for (const AttributeProto& attr : node.attributes) {
-        if (attr.g) visit(*attr.g);
-        for (const auto& graph : attr.graphs) visit(*graph);
+        if (attr.g) visit(attr.g->nodes, opset, depth);
+        for (const auto& graph : attr.graphs) visit(graph->nodes, opset, depth);
       }
     }
   };
-  visit(model_.graph);
+  visit(model_.graph.nodes, opset_, 0);
   return found;
 }
 
@@ -124,6 +122,8 @@ std::unique_ptr<Graph> OnnxModel::toGraph() const {
   context.path = path_;
   context.opset = opset_;
   context.tensors = &tensors;
+  FunctionInliner functions(model_, path_);
+  context.functions = &functions;
   auto graph = std::make_unique<Graph>(model_.graph.name.empty() ? "main" : std::string(model_.graph.name));
   GraphImporter(context, model_.graph, *graph, nullptr).import();
   std::vector<VerifierDiagnostic> problems = diagnoseGraph(*graph);
@@ -146,7 +146,9 @@ ModelInfo OnnxModel::describe() const {
   if (model_.model_version != 0) info.properties.emplace_back("model_version", std::to_string(model_.model_version));
   if (!model_.doc_string.empty()) info.properties.emplace_back("doc_string", std::string(model_.doc_string));
   if (!model_.functions.empty()) info.properties.emplace_back("functions", std::to_string(model_.functions.size()));
-  for (const StringEntry& entry : model_.metadata) info.properties.emplace_back(std::string(entry.key), std::string(entry.value));
+  for (const StringEntry& entry : model_.metadata) {
+    info.properties.emplace_back(std::string(entry.key), std::string(entry.value));
+  }
   for (const OperatorSetId& id : model_.opset_imports) {
     info.opsets[id.domain == "ai.onnx" ? std::string() : std::string(id.domain)] = id.version;
   }
@@ -173,10 +175,18 @@ ModelInfo OnnxModel::describe() const {
     }
     for (const TensorProto& tensor : g.initializers) {
       int64_t elements = 1;
-      for (int64_t dim : tensor.dims) elements *= dim;
-      info.parameter_count += elements;
+      for (int64_t dim : tensor.dims) {
+        if (dim < 0 || __builtin_mul_overflow(elements, dim, &elements)) {
+          raise(path_, ": initializer '", tensor.name, "' has an impossible shape (dimension ", dim, ")");
+        }
+      }
       std::optional<DType> dtype = dtypeFromOnnx(tensor.data_type);
-      info.parameter_bytes += elements * static_cast<int64_t>(dtype ? dtypeSize(*dtype) : 0);
+      int64_t bytes = 0;
+      if (__builtin_mul_overflow(elements, static_cast<int64_t>(dtype ? dtypeSize(*dtype) : 0), &bytes) ||
+          __builtin_add_overflow(info.parameter_count, elements, &info.parameter_count) ||
+          __builtin_add_overflow(info.parameter_bytes, bytes, &info.parameter_bytes)) {
+        raise(path_, ": the initializers hold more bytes than a 64-bit count can say (corrupt file)");
+      }
     }
   };
   count(graph);

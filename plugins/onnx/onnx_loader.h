@@ -17,7 +17,7 @@ namespace estuary::onnx_frontend {
 class OnnxModel {
  public:
   // Maps and decodes `path`. Raises an Error naming the file when it is not a readable ONNX
-  // model, or when its default-domain opset is outside [kOldestOpset, kNewestOpset].
+  // model, or when its default-domain opset is newer than kNewestOpset.
   explicit OnnxModel(std::string path);
 
   const std::string& path() const { return path_; }

@@ -21,6 +21,9 @@ enum OnnxDataType : int32_t {
 // "FLOAT", "INT64", ... or the number for types past the list.
 std::string onnxDataTypeName(int32_t data_type);
 
+// Whether `domain` names the default ONNX domain ("" or its alias "ai.onnx").
+inline bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
+
 struct StringEntry {
   std::string_view key;
   std::string_view value;

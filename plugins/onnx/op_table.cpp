@@ -1,7 +1,11 @@
 // The translators of the ONNX ops of the default domain, one small function per op whose
 // meaning changed within opsets 11..28, and a plain copy for the rest (core ops follow the
 // newest opset). A translator sees the node's opset and adapts older forms to the newest.
+// Each entry's opset is the oldest form it takes (see OpTranslator::since): the op's version
+// in force at opset 11, or an older one where the op meant the same (only gaining types,
+// negative axes or optional parts since) or where its translator adapts the older form.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 
@@ -10,6 +14,11 @@
 
 namespace estuary::onnx_frontend {
 namespace {
+
+// A 1-D f32 tensor of `values`.
+Tensor floatVector(const std::vector<float>& values) {
+  return Tensor::fromVector<float>(DType::F32, {static_cast<int64_t>(values.size())}, values);
+}
 
 // How many outputs the IR node needs: unused optional outputs at the end are left off.
 size_t usedOutputs(const NodeTranslation& node) {
@@ -21,6 +30,14 @@ size_t usedOutputs(const NodeTranslation& node) {
 // The op as the newest opset defines it: inputs, outputs and attributes carried over.
 void translateAsIs(NodeTranslation& node) {
   Node* ir = node.emit(node.opType(), node.inputs(), usedOutputs(node));
+  node.copyAttributes(ir);
+  node.setOutputs(ir);
+}
+
+// If and Loop: every output stays, named or not, since their count must match what the
+// subgraphs return.
+void translateControlFlow(NodeTranslation& node) {
+  Node* ir = node.emit(node.opType(), node.inputs(), node.numOutputs());
   node.copyAttributes(ir);
   node.setOutputs(ir);
 }
@@ -85,7 +102,7 @@ void translateSoftmaxFamily(NodeTranslation& node) {
     translateAsIs(node);
     return;
   }
-  Value* x = node.input(0);
+  Value* x = node.requiredInput(0);
   int64_t axis = node.intAttr("axis", 1);
   const Shape& x_shape = x->shape();
   if (x_shape.isRanked() && (axis == -1 || axis == static_cast<int64_t>(x_shape.rank()) - 1)) {
@@ -128,7 +145,7 @@ void translateDropout(NodeTranslation& node) {
     translateAsIs(node);
     return;
   }
-  std::vector<Value*> inputs = {node.input(0)};
+  std::vector<Value*> inputs = {node.requiredInput(0)};
   if (const AttributeProto* ratio = node.attr("ratio")) {
     inputs.push_back(node.constant(Tensor::scalar<float>(DType::F32, node.floatAttr("ratio", ratio->f))));
   }
@@ -146,7 +163,7 @@ void translateGroupNormalization(NodeTranslation& node) {
   }
   int64_t groups = node.intAttr("num_groups", 0);
   if (groups <= 0) node.fail("attribute 'num_groups' must be positive, found ", groups);
-  Value* x = node.input(0);
+  Value* x = node.requiredInput(0);
   Node* channels = node.emit("Shape", {x});
   channels->setAttr("start", int64_t{1});
   channels->setAttr("end", int64_t{2});
@@ -158,14 +175,22 @@ void translateGroupNormalization(NodeTranslation& node) {
     Node* expanded = node.emit("Expand", {column->output(), expanded_shape->output()});
     return node.emit("Reshape", {expanded->output(), node.constantInts({-1})})->output();
   };
-  Node* ir = node.emit("GroupNormalization", {x, perChannel(node.input(1)), perChannel(node.input(2))});
+  Node* ir = node.emit("GroupNormalization",
+                       {x, perChannel(node.requiredInput(1)), perChannel(node.requiredInput(2))});
   node.copyAttributes(ir);
   node.setOutputs(ir);
 }
 
-// Resize: opsets 11 and 13 fill the unused one of scales/sizes (and roi) with an empty
+void translateUpsample(NodeTranslation& node);
+
+// Resize: opset 10's Resize is Upsample renamed (asymmetric coordinates, scales only).
+// Opsets 11 and 13 fill the unused one of scales/sizes (and roi) with an empty
 // tensor where later ones leave the input out; an empty constant is an absent input.
 void translateResize(NodeTranslation& node) {
+  if (node.opset() < 11) {
+    translateUpsample(node);
+    return;
+  }
   std::string mode = node.stringAttr("coordinate_transformation_mode", "half_pixel");
   if (mode == "tf_half_pixel_for_nn") {
     node.fail("coordinate_transformation_mode 'tf_half_pixel_for_nn' (opset 11 only) is not supported");
@@ -181,6 +206,106 @@ void translateResize(NodeTranslation& node) {
   node.setOutputs(ir);
 }
 
+// Upsample (opsets 7-9, deprecated at 10) and Resize-10 are Resize with the asymmetric
+// coordinate mapping: output index i reads input index i / scale, rounded down for
+// "nearest". Opset 7 gives the scales as an attribute, 9 and 10 as an input.
+void translateUpsample(NodeTranslation& node) {
+  Value* scales = node.input(1);
+  if (node.opset() < 9) {
+    const AttributeProto* attr = node.attr("scales");
+    if (!attr || attr->type != OnnxAttrType::Floats) {
+      node.fail("attribute 'scales' (FLOATS) is required before opset 9");
+    }
+    scales = node.constant(floatVector(attr->floats));
+  }
+  if (!scales) node.fail("input 1 'scales' is required");
+  std::string mode = node.stringAttr("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") node.fail("mode '", mode, "' is not nearest or linear");
+  Node* ir = node.emit("Resize", {node.requiredInput(0), nullptr, scales});
+  ir->setAttr("mode", mode);
+  ir->setAttr("coordinate_transformation_mode", std::string("asymmetric"));
+  if (mode == "nearest") ir->setAttr("nearest_mode", std::string("floor"));
+  node.setOutputs(ir);
+}
+
+// Attributes that opsets before `since` gave where later ones take inputs (Slice's starts,
+// ends and axes before 10; TopK's k before 10): each becomes a constant i64 input at its
+// position, the others are taken as they are.
+void translateWithAttributesAsInputs(NodeTranslation& node, int64_t since,
+                                     std::initializer_list<std::pair<std::string_view, size_t>> moved) {
+  if (node.opset() >= since) {
+    translateAsIs(node);
+    return;
+  }
+  std::vector<Value*> inputs = node.inputs();
+  for (const auto& [attribute, position] : moved) {
+    const AttributeProto* attr = node.attr(attribute);
+    if (!attr) continue;
+    inputs.resize(std::max(inputs.size(), position + 1), nullptr);
+    // A list (Slice's starts) or one integer (TopK's k), as a 1-D input either way.
+    inputs[position] = node.constantInts(attr->type == OnnxAttrType::Int ? std::vector<int64_t>{attr->i}
+                                                                         : *node.intsAttr(attribute));
+  }
+  while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
+  Node* ir = node.emit(node.opType(), inputs, usedOutputs(node));
+  std::vector<std::string_view> skip;
+  for (const auto& entry : moved) skip.push_back(entry.first);
+  node.copyAttributes(ir, skip);
+  node.setOutputs(ir);
+}
+
+void translateSlice(NodeTranslation& node) {
+  translateWithAttributesAsInputs(node, 10, {{"starts", 1}, {"ends", 2}, {"axes", 3}});
+}
+
+void translateTopK(NodeTranslation& node) { translateWithAttributesAsInputs(node, 10, {{"k", 1}}); }
+
+// A scalar of the input's element type (Clip's bounds, Pad's value before opset 11 were f32
+// attributes of an op on float tensors).
+Value* floatConstantLike(NodeTranslation& node, float value, DType dtype) {
+  switch (dtype) {
+    case DType::F64: return node.constant(Tensor::scalar<double>(DType::F64, value));
+    case DType::Undefined:  // not inferred: the op took floats, f32 by far the most
+    case DType::F32: return node.constant(Tensor::scalar<float>(DType::F32, value));
+    default: {
+      Node* cast = node.emit("Cast", {node.constant(Tensor::scalar<float>(DType::F32, value))});
+      cast->setAttr("to", dtype);
+      return cast->output();
+    }
+  }
+}
+
+// Clip before opset 11: min and max are attributes (absent: no bound).
+void translateClip(NodeTranslation& node) {
+  if (node.opset() >= 11) {
+    translateAsIs(node);
+    return;
+  }
+  Value* x = node.requiredInput(0);
+  std::vector<Value*> inputs = {x, nullptr, nullptr};
+  if (node.attr("min")) inputs[1] = floatConstantLike(node, node.floatAttr("min", 0), x->dtype());
+  if (node.attr("max")) inputs[2] = floatConstantLike(node, node.floatAttr("max", 0), x->dtype());
+  while (inputs.back() == nullptr) inputs.pop_back();
+  Node* ir = node.emit("Clip", inputs);
+  node.setOutputs(ir);
+}
+
+// Pad before opset 11: pads and the constant value are attributes.
+void translatePad(NodeTranslation& node) {
+  if (node.opset() >= 11) {
+    translateAsIs(node);
+    return;
+  }
+  Value* x = node.requiredInput(0);
+  std::optional<std::vector<int64_t>> pads = node.intsAttr("pads");
+  if (!pads) node.fail("attribute 'pads' is required before opset 11");
+  std::vector<Value*> inputs = {x, node.constantInts(*pads)};
+  if (node.attr("value")) inputs.push_back(floatConstantLike(node, node.floatAttr("value", 0), x->dtype()));
+  Node* ir = node.emit("Pad", inputs);
+  node.copyAttributes(ir, {"pads", "value"});
+  node.setOutputs(ir);
+}
+
 // Constant: the value_* forms of opset 12+ become the one `value` tensor, which is what
 // passes and backends read.
 void translateConstant(NodeTranslation& node) {
@@ -193,7 +318,7 @@ void translateConstant(NodeTranslation& node) {
     ir->setAttr("value", Tensor::scalar<float>(DType::F32, node.floatAttr("value_float", 0)));
   } else if (attr.name == "value_floats") {
     if (attr.type != OnnxAttrType::Floats) node.fail("attribute 'value_floats' is ", onnxAttrTypeName(attr.type));
-    ir->setAttr("value", Tensor::fromVector<float>(DType::F32, {static_cast<int64_t>(attr.floats.size())}, attr.floats));
+    ir->setAttr("value", floatVector(attr.floats));
   } else if (attr.name == "value_int") {
     ir->setAttr("value", Tensor::scalar<int64_t>(DType::I64, node.intAttr("value_int", 0)));
   } else if (attr.name == "value_ints") {
@@ -201,8 +326,10 @@ void translateConstant(NodeTranslation& node) {
     ir->setAttr("value", Tensor::fromVector<int64_t>(DType::I64, {static_cast<int64_t>(values.size())}, values));
   } else if (attr.name == "value") {
     node.copyAttributes(ir);
+  } else if (attr.name == "sparse_value" && attr.sparse_tensor) {
+    ir->setAttr("value", node.readSparse(*attr.sparse_tensor));
   } else {
-    node.fail("attribute '", attr.name, "' is not supported (Estuary has no string or sparse tensors)");
+    node.fail("attribute '", attr.name, "' is not supported (Estuary has no string tensors)");
   }
   node.setOutputs(ir);
 }
@@ -214,20 +341,20 @@ struct Entry {
 
 const Entry kTable[] = {
     // Element-wise
-    {"Abs", {1, translateAsIs}}, {"Acos", {7, translateAsIs}}, {"Add", {7, translateAsIs}},
+    {"Abs", {6, translateAsIs}}, {"Acos", {7, translateAsIs}}, {"Add", {7, translateAsIs}},
     {"And", {7, translateAsIs}}, {"Asin", {7, translateAsIs}}, {"Atan", {7, translateAsIs}},
     {"Cast", {6, translateAsIs}}, {"CastLike", {15, translateAsIs}}, {"Ceil", {6, translateAsIs}},
-    {"Celu", {12, translateAsIs}}, {"Clip", {11, translateAsIs}}, {"Cos", {7, translateAsIs}},
+    {"Celu", {12, translateAsIs}}, {"Clip", {6, translateClip}}, {"Cos", {7, translateAsIs}},
     {"Cosh", {9, translateAsIs}}, {"Div", {7, translateAsIs}}, {"Elu", {6, translateAsIs}},
-    {"Equal", {11, translateAsIs}}, {"Erf", {9, translateAsIs}}, {"Exp", {6, translateAsIs}},
-    {"Floor", {6, translateAsIs}}, {"Gelu", {20, translateAsIs}}, {"Greater", {9, translateAsIs}},
+    {"Equal", {7, translateAsIs}}, {"Erf", {9, translateAsIs}}, {"Exp", {6, translateAsIs}},
+    {"Floor", {6, translateAsIs}}, {"Gelu", {20, translateAsIs}}, {"Greater", {7, translateAsIs}},
     {"GreaterOrEqual", {12, translateAsIs}}, {"HardSigmoid", {6, translateAsIs}},
     {"HardSwish", {14, translateAsIs}}, {"Identity", {1, translateAsIs}}, {"IsInf", {10, translateAsIs}},
-    {"IsNaN", {9, translateAsIs}}, {"LeakyRelu", {6, translateAsIs}}, {"Less", {9, translateAsIs}},
+    {"IsNaN", {9, translateAsIs}}, {"LeakyRelu", {6, translateAsIs}}, {"Less", {7, translateAsIs}},
     {"LessOrEqual", {12, translateAsIs}}, {"Log", {6, translateAsIs}}, {"Max", {8, translateAsIs}},
     {"Mean", {8, translateAsIs}}, {"Min", {8, translateAsIs}}, {"Mish", {18, translateAsIs}},
     {"Mod", {10, translateAsIs}}, {"Mul", {7, translateAsIs}}, {"Neg", {6, translateAsIs}},
-    {"Not", {1, translateAsIs}}, {"Or", {7, translateAsIs}}, {"PRelu", {9, translateAsIs}},
+    {"Not", {1, translateAsIs}}, {"Or", {7, translateAsIs}}, {"PRelu", {7, translateAsIs}},
     {"Pow", {7, translateAsIs}}, {"Reciprocal", {6, translateAsIs}}, {"Relu", {6, translateAsIs}},
     {"Round", {11, translateAsIs}}, {"Selu", {6, translateAsIs}}, {"Sigmoid", {6, translateAsIs}},
     {"Sign", {9, translateAsIs}}, {"Sin", {7, translateAsIs}}, {"Sinh", {9, translateAsIs}},
@@ -242,32 +369,32 @@ const Entry kTable[] = {
     {"Concat", {4, translateAsIs}}, {"CumSum", {11, translateAsIs}}, {"DepthToSpace", {1, translateAsIs}},
     {"Expand", {8, translateAsIs}}, {"Flatten", {1, translateAsIs}}, {"Gather", {1, translateAsIs}},
     {"GatherElements", {11, translateAsIs}}, {"GatherND", {11, translateAsIs}},
-    {"NonZero", {9, translateAsIs}}, {"OneHot", {9, translateAsIs}}, {"Pad", {11, translateAsIs}},
+    {"NonZero", {9, translateAsIs}}, {"OneHot", {9, translateAsIs}}, {"Pad", {2, translatePad}},
     {"Reshape", {5, translateAsIs}}, {"ScatterElements", {11, translateAsIs}},
     {"ScatterND", {11, translateAsIs}}, {"Shape", {1, translateAsIs}}, {"Size", {1, translateAsIs}},
-    {"Slice", {10, translateAsIs}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {2, translateSplit}},
-    {"Squeeze", {1, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {10, translateAsIs}},
+    {"Slice", {1, translateSlice}}, {"SpaceToDepth", {1, translateAsIs}}, {"Split", {2, translateSplit}},
+    {"Squeeze", {1, translateSqueeze}}, {"Tile", {6, translateAsIs}}, {"TopK", {1, translateTopK}},
     {"Transpose", {1, translateAsIs}}, {"Trilu", {14, translateAsIs}}, {"Unsqueeze", {1, translateSqueeze}},
     // Neural network
-    {"Attention", {23, translateAsIs}}, {"AveragePool", {11, translateAsIs}},
-    {"BatchNormalization", {9, translateBatchNormalization}}, {"Conv", {11, translateAsIs}},
-    {"ConvTranspose", {11, translateAsIs}}, {"Dropout", {10, translateDropout}}, {"Einsum", {12, translateAsIs}},
-    {"Gemm", {11, translateAsIs}}, {"GlobalAveragePool", {1, translateAsIs}},
+    {"Attention", {23, translateAsIs}}, {"AveragePool", {1, translateAsIs}},
+    {"BatchNormalization", {9, translateBatchNormalization}}, {"Conv", {1, translateAsIs}},
+    {"ConvTranspose", {1, translateAsIs}}, {"Dropout", {7, translateDropout}}, {"Einsum", {12, translateAsIs}},
+    {"Gemm", {7, translateAsIs}}, {"GlobalAveragePool", {1, translateAsIs}},
     {"GlobalMaxPool", {1, translateAsIs}}, {"GroupNormalization", {18, translateGroupNormalization}},
-    {"Hardmax", {11, translateSoftmaxFamily}}, {"InstanceNormalization", {6, translateAsIs}},
-    {"LayerNormalization", {17, translateAsIs}}, {"LogSoftmax", {11, translateSoftmaxFamily}},
-    {"MatMul", {9, translateAsIs}}, {"MaxPool", {11, translateAsIs}},
-    {"RMSNormalization", {23, translateAsIs}}, {"Resize", {11, translateResize}},
-    {"RotaryEmbedding", {23, translateAsIs}}, {"Softmax", {11, translateSoftmaxFamily}},
+    {"Hardmax", {1, translateSoftmaxFamily}}, {"InstanceNormalization", {6, translateAsIs}},
+    {"LayerNormalization", {17, translateAsIs}}, {"LogSoftmax", {1, translateSoftmaxFamily}},
+    {"MatMul", {1, translateAsIs}}, {"MaxPool", {1, translateAsIs}},
+    {"RMSNormalization", {23, translateAsIs}}, {"Resize", {10, translateResize}}, {"Upsample", {7, translateUpsample}},
+    {"RotaryEmbedding", {23, translateAsIs}}, {"Softmax", {1, translateSoftmaxFamily}},
     // Reductions
-    {"ArgMax", {11, translateAsIs}}, {"ArgMin", {11, translateAsIs}},
-    {"ReduceL1", {11, translateReduce<18>}}, {"ReduceL2", {11, translateReduce<18>}},
-    {"ReduceLogSum", {11, translateReduce<18>}}, {"ReduceLogSumExp", {11, translateReduce<18>}},
-    {"ReduceMax", {11, translateReduce<18>}}, {"ReduceMean", {11, translateReduce<18>}},
-    {"ReduceMin", {11, translateReduce<18>}}, {"ReduceProd", {11, translateReduce<18>}},
-    {"ReduceSum", {11, translateReduce<13>}}, {"ReduceSumSquare", {11, translateReduce<18>}},
+    {"ArgMax", {1, translateAsIs}}, {"ArgMin", {1, translateAsIs}},
+    {"ReduceL1", {1, translateReduce<18>}}, {"ReduceL2", {1, translateReduce<18>}},
+    {"ReduceLogSum", {1, translateReduce<18>}}, {"ReduceLogSumExp", {1, translateReduce<18>}},
+    {"ReduceMax", {1, translateReduce<18>}}, {"ReduceMean", {1, translateReduce<18>}},
+    {"ReduceMin", {1, translateReduce<18>}}, {"ReduceProd", {1, translateReduce<18>}},
+    {"ReduceSum", {1, translateReduce<13>}}, {"ReduceSumSquare", {1, translateReduce<18>}},
     // Control flow
-    {"If", {11, translateAsIs}}, {"Loop", {11, translateAsIs}},
+    {"If", {11, translateControlFlow}}, {"Loop", {11, translateControlFlow}},
 };
 
 }  // namespace

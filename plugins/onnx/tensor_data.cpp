@@ -28,12 +28,14 @@ std::optional<DType> dtypeFromOnnx(int32_t data_type) {
 
 namespace {
 
-// The element count of `dims`, refusing negative dims; overflow is refused by Tensor itself.
+// The element count of `dims`, refusing negative dims and counts whose bytes overflow.
 uint64_t elementCount(const std::vector<int64_t>& dims, const std::string& what, const std::string& path) {
   uint64_t count = 1;
   for (int64_t dim : dims) {
     if (dim < 0) raise(path, ": ", what, " has a negative dimension (", dim, ")");
-    count *= static_cast<uint64_t>(dim);
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(dim), &count) || count > (uint64_t{1} << 60)) {
+      raise(path, ": ", what, " has more elements than a tensor can hold");
+    }
   }
   return count;
 }
@@ -178,6 +180,44 @@ Tensor TensorReader::fromExternal(const TensorProto& proto, DType dtype, std::ve
           location, "', which has only ", file.size, " bytes");
   }
   return fromBytes(dtype, std::move(dims), file.data + start, file.owner);
+}
+
+Tensor TensorReader::readSparse(const SparseTensorProto& proto, const std::string& what) {
+  Tensor values = read(proto.values, "the values of " + what);
+  Tensor indices = read(proto.indices, "the indices of " + what);
+  const uint64_t count = elementCount(proto.dims, what, model_path_);
+  const int64_t nnz = values.shape().size() == 1 ? values.shape()[0] : -1;
+  const size_t rank = proto.dims.size();
+  const bool linear = indices.shape() == std::vector<int64_t>{nnz};
+  const bool coordinates = indices.shape() == std::vector<int64_t>{nnz, static_cast<int64_t>(rank)};
+  if (nnz < 0 || indices.dtype() != DType::I64 || !(linear || coordinates)) {
+    raise(model_path_, ": ", what, " is a sparse tensor of malformed parts: values must be 1-D ([NNZ]) and "
+          "indices i64 [NNZ] or [NNZ, ", rank, "]");
+  }
+  DType dtype = values.dtype();
+  Tensor dense = Tensor::allocate(dtype, proto.dims);
+  const size_t size = dtypeSize(dtype);
+  const int64_t* index = indices.data<int64_t>();
+  for (int64_t k = 0; k < nnz; ++k) {
+    uint64_t position = 0;
+    bool inside = true;
+    if (linear) {
+      inside = index[k] >= 0 && static_cast<uint64_t>(index[k]) < count;
+      position = static_cast<uint64_t>(index[k]);
+    } else {
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t coordinate = index[k * static_cast<int64_t>(rank) + static_cast<int64_t>(d)];
+        inside = inside && coordinate >= 0 && coordinate < proto.dims[d];
+        position = position * static_cast<uint64_t>(proto.dims[d]) + static_cast<uint64_t>(coordinate);
+      }
+    }
+    if (!inside) {
+      raise(model_path_, ": ", what, ": index ", k, " of the sparse tensor lies outside its shape ",
+            shapeText(proto.dims));
+    }
+    std::memcpy(static_cast<char*>(dense.mutableData()) + position * size, values.data<char>() + k * size, size);
+  }
+  return dense;
 }
 
 }  // namespace estuary::onnx_frontend

@@ -29,6 +29,10 @@ class TensorReader {
   // `what` names the tensor in errors ("initializer 'w'", "attribute 'value' of node 'c'").
   Tensor read(const TensorProto& proto, const std::string& what);
 
+  // A sparse tensor made dense (Estuary's tensors are dense): values scattered at their
+  // indices (linear [NNZ] or coordinates [NNZ, rank]) into zeros of the dense shape.
+  Tensor readSparse(const SparseTensorProto& proto, const std::string& what);
+
   // How many tensors were wrapped in place and how many copied (typed fields, misaligned).
   size_t wrapped() const { return wrapped_; }
   size_t copied() const { return copied_; }

@@ -165,3 +165,56 @@ save("layer_norm_gelu_opset20", 20,
      [h.make_node("LayerNormalization", ["x", "gamma", "beta"], ["n"], name="ln", epsilon=1e-5),
       h.make_node("Gelu", ["n"], ["y"], name="gelu", approximate="tanh")],
      [X], [vi("y", T.FLOAT, ["batch", 4, 6])], [floats("gamma", [6]), floats("beta", [6])])
+
+# A model-local function (as onnxscript-based exporters write before optimizing), called
+# twice: its body is inlined per call, the attribute it refers to taken from each call
+# (or its default), with a body importing a newer opset than the model.
+leaky = h.make_node("LeakyRelu", ["s"], ["out"], name="act")
+leaky.attribute.append(h.make_attribute_ref("alpha", onnx.AttributeProto.FLOAT))
+scaled = h.make_function(
+    "local", "ScaledLeakyRelu", ["inp", "scale"], ["out"],
+    [h.make_node("Mul", ["inp", "scale"], ["s"], name="mul"), leaky],
+    opset_imports=[h.make_opsetid("", 18)], attributes=[])
+scaled.attribute_proto.append(h.make_attribute("alpha", 0.5))
+graph = h.make_graph(
+    [h.make_node("ScaledLeakyRelu", ["x", "two"], ["a"], name="first", domain="local", alpha=0.1),
+     h.make_node("ScaledLeakyRelu", ["a", "two"], ["y"], name="second", domain="local")],
+    "function_calls_opset17", [X], [vi("y", T.FLOAT, ["batch", 4, 6])],
+    [nh.from_array(np.array(2.0, np.float32), "two")])
+model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)],
+                     functions=[scaled], producer_name="make_fixtures", ir_version=10)
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(OUT, "function_calls_opset17.onnx"))
+
+# Sparse tensors (an initializer with coordinate indices, a Constant's sparse_value with
+# linear indices) become dense constants. (ONNX's own shape inference types a sparse
+# initializer as a sparse tensor, which Add refuses, so the check is without it.)
+sparse_init = h.make_sparse_tensor(nh.from_array(np.array([1.0, 2.0], np.float32), "mask"),
+                                   nh.from_array(np.array([[0, 1], [2, 3]], np.int64), "mask_indices"), [4, 6])
+sparse_const = h.make_sparse_tensor(nh.from_array(np.array([5.0], np.float32), "c_values"),
+                                    nh.from_array(np.array([7], np.int64), "c_indices"), [4, 6])
+graph = h.make_graph(
+    [h.make_node("Constant", [], ["c"], name="c", sparse_value=sparse_const),
+     h.make_node("Add", ["x", "mask"], ["m"], name="add_mask"),
+     h.make_node("Add", ["m", "c"], ["y"], name="add_c")],
+    "sparse_opset13", [X], [vi("y", T.FLOAT, ["batch", 4, 6])], sparse_initializer=[sparse_init])
+model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], producer_name="make_fixtures", ir_version=8)
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(OUT, "sparse_opset13.onnx"))
+
+# Upsample (opsets 7-9) is Resize with asymmetric coordinates (nearest rounds down).
+save("upsample_opset9", 9,
+     [h.make_node("Upsample", ["r", "scales"], ["y"], name="upsample", mode="nearest")],
+     [R], [vi("y", T.FLOAT, [1, 2, 8, 8])], [nh.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+
+# Opsets before 10/11 gave Slice's starts/ends/axes, TopK's k, Clip's bounds and Pad's pads
+# and value as attributes; they become constant inputs.
+save("slice_topk_opset9", 9,
+     [h.make_node("Slice", ["x"], ["s"], name="slice", starts=[1, 0], ends=[3, 100], axes=[1, 2]),
+      h.make_node("TopK", ["s"], ["values", "indices"], name="topk", axis=-1, k=2)],
+     [X], [vi("values", T.FLOAT, ["batch", 2, 2]), vi("indices", T.INT64, ["batch", 2, 2])])
+save("clip_pad_opset10", 10,
+     [h.make_node("Clip", ["x"], ["c"], name="clip", min=-0.5, max=0.5),
+      h.make_node("Clip", ["c"], ["d"], name="clip_low", min=-0.25),
+      h.make_node("Pad", ["d"], ["y"], name="pad", pads=[0, 0, 1, 0, 0, 2], value=1.5)],
+     [X], [vi("y", T.FLOAT, ["batch", 4, 9])])

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "estuary/frontend/frontend.h"
 #include "estuary/ir/graph.h"
@@ -112,6 +113,20 @@ TEST_F(OnnxReaderTest, TypedFieldsOfTheWrongCountAreRefused) {
   EXPECT_EQ(loadError(path), path + ": initializer 'w' has 1 values in float_data, its shape [3] needs 3");
 }
 
+TEST_F(OnnxReaderTest, SparseIndexOutsideTheShapeIsRefused) {
+  Proto values = tensorHeader("s", kFloat, {1});
+  values.fixed32(4, 0x3f800000);
+  Proto indices = tensorHeader("s_indices", kInt64, {1});
+  indices.varint(7, 6);  // linear index 6 of a [2,3] tensor
+  Proto sparse;
+  sparse.message(1, values).message(2, indices).varint(3, 2).varint(3, 3);
+  Proto g = graph("g", {node("Identity", {"s"}, {"y"}, "id")}, {}, {}, {valueInfo("y", kFloat, {})});
+  g.message(15, sparse);  // sparse_initializer
+  std::string path = write("m.onnx", model(13, g));
+  EXPECT_EQ(loadError(path),
+            path + ": sparse initializer 's': index 0 of the sparse tensor lies outside its shape [2,3]");
+}
+
 TEST_F(OnnxReaderTest, AlignedRawDataStaysInTheFileMisalignedIsCopied) {
   // The same model with 0..3 bytes of padding before the graph: raw_data lands at every
   // offset modulo 4. Kernels read f32 weights through float pointers, so only the aligned
@@ -156,7 +171,8 @@ Proto externalTensor(const std::string& location, int64_t offset, int64_t length
 }
 
 Proto identityOf(const Proto& initializer, int64_t opset = 13) {
-  return model(opset, graph("g", {node("Identity", {"w"}, {"y"}, "id")}, {initializer}, {}, {valueInfo("y", kFloat, {})}));
+  return model(opset,
+               graph("g", {node("Identity", {"w"}, {"y"}, "id")}, {initializer}, {}, {valueInfo("y", kFloat, {})}));
 }
 
 TEST_F(OnnxReaderTest, ExternalDataIsMappedInPlace) {
@@ -221,6 +237,45 @@ TEST_F(OnnxReaderTest, EveryTruncationIsAnError) {
   EXPECT_NE(loadError(path).find("ModelProto at byte"), std::string::npos);
 }
 
+TEST_F(OnnxReaderTest, CorruptedBytesGiveErrorsNotCrashes) {
+  // A model with a subgraph, attributes and typed and raw initializers, with 1 to 4 random
+  // bytes overwritten, many times (seeded): each load either succeeds or raises an Error.
+  // (Run under AddressSanitizer this found null subgraphs and overflowing shapes.)
+  Proto w = tensorHeader("w", kFloat, {2, 2});
+  w.bytes(9, floatBytes({1, 2, 3, 4}));
+  Proto axes = tensorHeader("axes", kInt64, {1});
+  axes.varint(7, 1);
+  Proto branch = graph("branch", {node("Softmax", {"x"}, {"t"}, "softmax", {attrInt("axis", 1)})}, {}, {},
+                       {valueInfo("t", kFloat, {})});
+  Proto g = graph("g",
+                  {node("MatMul", {"x", "w"}, {"m"}, "matmul"),
+                   node("ReduceSum", {"m", "axes"}, {"r"}, "sum", {attrInt("keepdims", 1)}),
+                   node("If", {"cond"}, {"y"}, "if", {attrGraph("then_branch", branch), attrGraph("else_branch", branch)})},
+                  {w, axes}, {valueInfo("x", kFloat, {std::string("batch"), int64_t{2}}), valueInfo("cond", 9, {})},
+                  {valueInfo("y", kFloat, {}), valueInfo("r", kFloat, {})});
+  const std::string original = model(13, g).str();
+  ASSERT_NO_THROW(OnnxModel(write("m.onnx", original)).toGraph());
+  std::mt19937 random(20261122);
+  size_t loaded = 0;
+  for (int round = 0; round < 1000; ++round) {
+    std::string bytes = original;
+    for (uint32_t flips = 1 + random() % 4; flips > 0; --flips) {
+      bytes[random() % bytes.size()] = static_cast<char>(random());
+    }
+    std::string path = write("corrupt.onnx", bytes);
+    try {
+      OnnxModel onnx(path);
+      onnx.describe();
+      onnx.toGraph();
+      ++loaded;
+    } catch (const Error&) {
+    }
+  }
+  // Most corruptions are caught; some hit names or values and still load.
+  EXPECT_GT(loaded, 0u);
+  EXPECT_LT(loaded, 1000u);
+}
+
 TEST_F(OnnxReaderTest, OtherFormatsAndGarbageAreNotOnnx) {
   std::string path = write("zip.onnx", std::string("PK\x03\x04\x14\x00\x00\x00", 8));
   EXPECT_EQ(loadError(path), path + ": not an ONNX model: it starts with bytes 50 4b 03 04 14 00 00 00, which do "
@@ -248,9 +303,26 @@ TEST_F(OnnxReaderTest, FieldOfTheWrongWireTypeIsRefused) {
 TEST_F(OnnxReaderTest, OpsetsOutsideTheSupportedRangeAreRefused) {
   std::string path = write("new.onnx", reluModel(29, {int64_t{2}}));
   EXPECT_EQ(loadError(path), path + ": opset 29 of the default ONNX domain is newer than the newest Estuary knows (28)");
-  path = write("old.onnx", reluModel(10, {int64_t{2}}));
-  EXPECT_NE(loadError(path).find("opset 10 of the default ONNX domain is older than the oldest Estuary reads (11)"),
-            std::string::npos);
+}
+
+TEST_F(OnnxReaderTest, OlderOpsetsTranslateOpsWhoseMeaningHasNotChangedSince) {
+  // Relu has meant the same since opset 6; Resize-10 is Upsample renamed.
+  EXPECT_EQ(OnnxModel(write("relu.onnx", reluModel(7, {int64_t{2}}))).toGraph()->numNodes(), 1u);
+  Proto g = graph("g", {node("Resize", {"x", "scales"}, {"y"}, "resize")}, {},
+                  {valueInfo("x", kFloat, {int64_t{2}}), valueInfo("scales", kFloat, {int64_t{1}})},
+                  {valueInfo("y", kFloat, {})});
+  EXPECT_EQ(OnnxModel(write("resize.onnx", model(10, g))).toGraph()->numNodes(), 1u);
+  // Mod appeared in opset 10: an opset 9 model using it is listed unsupported, at opset 9.
+  g = graph("g", {node("Mod", {"x", "x"}, {"y"}, "mod")}, {}, {valueInfo("x", kFloat, {int64_t{2}})},
+            {valueInfo("y", kFloat, {})});
+  try {
+    OnnxModel(write("mod.onnx", model(9, g))).toGraph();
+    FAIL() << "loaded";
+  } catch (const UnsupportedOpsError& error) {
+    ASSERT_EQ(error.ops().size(), 1u);
+    EXPECT_EQ(error.ops()[0].op_type, "Mod");
+    EXPECT_EQ(error.ops()[0].opset, 9);
+  }
 }
 
 TEST_F(OnnxReaderTest, CycleIsReportedWithItsNodes) {
@@ -284,6 +356,16 @@ TEST_F(OnnxReaderTest, UndefinedInputAndDoubleDefinitionAreNamed) {
   path = write("m2.onnx", model(13, g));
   EXPECT_EQ(loadError(path), path + ": graph 'g': value 'y' is defined twice (again by node 'abs'); ONNX values are "
                                     "defined once");
+}
+
+TEST_F(OnnxReaderTest, UnnamedOutputsOfAnIfStay) {
+  // The branches return two values; the If names only the first. Its IR node keeps both.
+  Proto branch = graph("branch", {node("Neg", {"x"}, {"a"}, "neg"), node("Abs", {"x"}, {"b"}, "abs")}, {}, {},
+                       {valueInfo("a", kFloat, {}), valueInfo("b", kFloat, {})});
+  Proto g = graph("g", {node("If", {"cond"}, {"y", ""}, "if", {attrGraph("then_branch", branch), attrGraph("else_branch", branch)})},
+                  {}, {valueInfo("x", kFloat, {int64_t{2}}), valueInfo("cond", 9, {})}, {valueInfo("y", kFloat, {})});
+  std::unique_ptr<Graph> graph = OnnxModel(write("m.onnx", model(16, g))).toGraph();
+  EXPECT_EQ(graph->output(0)->producer()->numOutputs(), 2u);
 }
 
 TEST_F(OnnxReaderTest, UnsupportedElementTypeIsNamed) {
