@@ -79,6 +79,25 @@ CompiledModel::CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& o
 
 CompiledModel::~CompiledModel() = default;
 
+namespace {
+
+// Small vectors may carry shapes, axes or scales (see planFor).
+bool mayBeShapeInput(const TensorDesc& desc) {
+  return desc.rank <= 1 && desc.numElements() <= static_cast<int64_t>(kMaxKnownValues);
+}
+
+std::string valueSignature(const std::vector<Tensor>& values) {
+  std::string key;
+  for (const Tensor& value : values) {
+    if (value.isNull()) continue;
+    key += "=";
+    key.append(static_cast<const char*>(value.data()), value.byteSize());
+  }
+  return key;
+}
+
+}  // namespace
+
 std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const BuildOptions& options,
                                                     const Device& device) {
   BuildReport report;
@@ -117,8 +136,18 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
       raise("a prebuild shape lists ", dims.size(), " inputs, the model has ", model->inputs_.size());
     }
     std::vector<TensorDesc> descs;
-    for (size_t i = 0; i < dims.size(); ++i) descs.push_back(TensorDesc::of(model->inputs_[i].type.dtype, dims[i]));
-    model->planFor(descs);
+    bool may_need_values = false;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      descs.push_back(TensorDesc::of(model->inputs_[i].type.dtype, dims[i]));
+      may_need_values |= mayBeShapeInput(descs.back());
+    }
+    try {
+      model->planFor(descs);
+    } catch (const Error&) {
+      // Shapes alone may not be enough to plan: the first run, which brings the values of
+      // small integer inputs, plans then (see planFor) or reports the error.
+      if (!may_need_values) throw;
+    }
   }
   return model;
 }
@@ -169,13 +198,50 @@ void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
   }
 }
 
-std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>& inputs) const {
-  checkInputs(inputs);
-  std::string key = shapeSignature(inputs);
+
+bool CompiledModel::isShapeInput(size_t i) const {
   std::lock_guard<std::mutex> lock(plans_mutex_);
+  return i < shape_inputs_.size() && shape_inputs_[i];
+}
+
+std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>& inputs,
+                                                   const std::vector<HostTensor>* values) const {
+  checkInputs(inputs);
+  std::lock_guard<std::mutex> lock(plans_mutex_);
+  // The values of the shape inputs, as constants for the plan and as part of its key.
+  auto shapeValues = [&](const std::vector<bool>& which) {
+    std::vector<Tensor> tensors(inputs.size());
+    for (size_t i = 0; i < which.size(); ++i) {
+      if (!which[i]) continue;
+      if (!values) {
+        raise("input '", inputs_[i].name, "' gives shapes to the graph: the model plans with its values, so it "
+              "needs them (run the model rather than asking for a plan by shapes alone)");
+      }
+      tensors[i] = Tensor::copyOf(inputs[i].dtype, inputs[i].dimVector(), (*values)[i].data);
+    }
+    return tensors;
+  };
+  std::vector<Tensor> shape_values = shapeValues(shape_inputs_);
+  std::string key = shapeSignature(inputs) + valueSignature(shape_values);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  std::shared_ptr<const Plan> plan = buildPlan(*graph_, inputs, device_, options_, report_);
+  std::shared_ptr<const Plan> plan;
+  try {
+    plan = buildPlan(*graph_, inputs, device_, options_, report_, shape_values);
+  } catch (const Error&) {
+    // The first plan decides which inputs carry shapes: if planning by shapes alone fails
+    // and small integer inputs were given with their values, they are planned by value
+    // from now on, as TensorRT does with shape tensors.
+    std::vector<bool> candidates(inputs.size());
+    bool any = false;
+    for (size_t i = 0; i < inputs.size(); ++i) any |= candidates[i] = mayBeShapeInput(inputs[i]);
+    if (shape_inputs_decided_ || !values || !any) throw;
+    shape_values = shapeValues(candidates);
+    plan = buildPlan(*graph_, inputs, device_, options_, report_, shape_values);
+    shape_inputs_ = candidates;
+    key = shapeSignature(inputs) + valueSignature(shape_values);
+  }
+  if (values) shape_inputs_decided_ = true;
   plans_.emplace(std::move(key), plan);
   return plan;
 }

@@ -498,7 +498,12 @@ void CompiledModel::save(const std::string& path) const {
     std::lock_guard<std::mutex> lock(plans_mutex_);
     // By signature, so that the same model always saves to the same bytes.
     std::map<std::string, const std::vector<TensorDesc>*> sorted;
-    for (const auto& [signature, plan] : plans_) sorted.emplace(signature, &plan->input_descs);
+    for (const auto& [signature, plan] : plans_) {
+      // Plans for values of shape inputs are rebuilt when a run brings those values.
+      bool by_value = false;
+      for (const Tensor& value : plan->shape_input_values) by_value |= !value.isNull();
+      if (!by_value) sorted.emplace(signature, &plan->input_descs);
+    }
     plan_shapes.u64(sorted.size());
     for (const auto& [signature, descs] : sorted) {
       plan_shapes.u32(static_cast<uint32_t>(descs->size()));

@@ -41,6 +41,9 @@ struct RuntimeDim {
 class Plan {
  public:
   std::vector<TensorDesc> input_descs;
+  // The values of the model's shape inputs this plan was built for, by input index (empty
+  // for other inputs); see CompiledModel::planFor.
+  std::vector<Tensor> shape_input_values;
   std::vector<TensorDesc> output_descs;  // upper bounds where runtime_dims say so
   std::vector<RuntimeDim> runtime_dims;
   std::vector<Step> steps;
@@ -77,9 +80,11 @@ class PlanState {
 const Tensor* constantOf(const Value* value);
 
 // Specializes the shape-generic `graph` to `inputs`, folds what became constant, selects a
-// kernel per node and plans memory.
+// kernel per node and plans memory. Inputs with a non-null entry in `shape_input_values`
+// are replaced by those values as constants.
 std::shared_ptr<Plan> buildPlan(const Graph& graph, const std::vector<TensorDesc>& inputs, const Device& device,
-                                const BuildOptions& options, BuildReport& report);
+                                const BuildOptions& options, BuildReport& report,
+                                const std::vector<Tensor>& shape_input_values = {});
 
 // "f32[1,3]" descs joined, the key of the plan cache.
 std::string shapeSignature(const std::vector<TensorDesc>& inputs);

@@ -171,7 +171,8 @@ size_t root(std::vector<Buffer>& buffers, size_t index) {
 }  // namespace
 
 std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDesc>& inputs, const Device& device,
-                                const BuildOptions& options, BuildReport& report) {
+                                const BuildOptions& options, BuildReport& report,
+                                const std::vector<Tensor>& shape_input_values) {
   const int num_threads = options.num_threads;
   auto started = std::chrono::steady_clock::now();
   auto plan = std::make_shared<Plan>();
@@ -188,6 +189,14 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     if (!node->is("Constant")) {
       for (Value* output : node->outputs()) output->setType(TensorType());
     }
+  }
+  plan->shape_input_values = shape_input_values;
+  for (size_t i = 0; i < shape_input_values.size(); ++i) {
+    if (shape_input_values[i].isNull()) continue;
+    Node* constant = graph.createNodeBefore(graph.firstNode(), "Constant", {});
+    constant->setAttr("value", shape_input_values[i]);
+    constant->output()->setType(graph.input(i)->type());
+    graph.input(i)->replaceAllUsesWith(constant->output());
   }
   inferWithControlFlow(graph);
   boundDataDependentOutputs(graph);

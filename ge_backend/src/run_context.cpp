@@ -1,6 +1,7 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "estuary/ge/model.h"
 #include "plan.h"
@@ -15,11 +16,23 @@ RunContext::~RunContext() { std::free(arena_); }
 void RunContext::bind(const std::vector<HostTensor>& inputs) {
   bool same = plan_ && inputs.size() == input_descs_.size();
   for (size_t i = 0; same && i < inputs.size(); ++i) same = inputs[i].desc() == input_descs_[i];
+  // Shape inputs (CompiledModel::planFor) select the plan by value too.
+  for (size_t i = 0; same && i < shape_input_values_.size(); ++i) {
+    const std::vector<std::byte>& bound = shape_input_values_[i];
+    same = bound.empty() || std::memcmp(bound.data(), inputs[i].data, bound.size()) == 0;
+  }
   if (same) return;
 
   input_descs_.clear();
   for (const HostTensor& input : inputs) input_descs_.push_back(input.desc());
-  std::shared_ptr<const Plan> plan = model_->planFor(input_descs_);
+  std::shared_ptr<const Plan> plan = model_->planFor(input_descs_, &inputs);
+  shape_input_values_.assign(inputs.size(), {});
+  for (size_t i = 0; i < plan->shape_input_values.size(); ++i) {
+    const Tensor& value = plan->shape_input_values[i];
+    if (value.isNull()) continue;
+    const auto* bytes = static_cast<const std::byte*>(value.data());
+    shape_input_values_[i].assign(bytes, bytes + value.byteSize());
+  }
   if (plan == plan_) return;
   plan_ = std::move(plan);
   if (plan_->arena_bytes > arena_bytes_) {

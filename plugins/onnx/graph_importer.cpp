@@ -5,6 +5,7 @@
 #include <functional>
 #include <queue>
 
+#include "estuary/frontend/frontend.h"
 #include "estuary/ops/schema.h"
 #include "estuary/support/error.h"
 #include "node_translation.h"
@@ -61,16 +62,18 @@ void GraphImporter::define(std::string_view name, Value* value, std::string_view
 TensorType valueType(const ValueInfoProto& info, SymbolTable& symbols, const std::string& path, std::string_view what) {
   if (!info.has_type) return TensorType();
   const TypeProto& type = info.type;
+  // Types Estuary lacks are listed like ops it lacks: the model is not claimed, not broken.
   if (type.kind != "tensor") {
-    raise(path, ": ", what, " '", info.name, "' is of ONNX type ", type.kind.empty() ? "(none)" : type.kind,
-          "; Estuary takes tensors only");
+    if (type.kind.empty()) raise(path, ": ", what, " '", info.name, "' has no type");
+    throw UnsupportedOpsError(path, {UnsupportedOp{std::string(type.kind) + " values", "", 0, {std::string(info.name)}}});
   }
   DType dtype = DType::Undefined;
   if (type.elem_type != kUndefined) {
     std::optional<DType> known = dtypeFromOnnx(type.elem_type);
     if (!known) {
-      raise(path, ": ", what, " '", info.name, "' has element type ", onnxDataTypeName(type.elem_type),
-            ", which Estuary does not support");
+      throw UnsupportedOpsError(
+          path, {UnsupportedOp{"element type " + std::string(onnxDataTypeName(type.elem_type)), "", 0,
+                               {std::string(info.name)}}});
     }
     dtype = *known;
   }

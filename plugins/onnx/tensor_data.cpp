@@ -1,5 +1,7 @@
 #include "tensor_data.h"
 
+#include "estuary/frontend/frontend.h"
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -54,8 +56,8 @@ Tensor convertInto(DType dtype, std::vector<int64_t> dims, const std::vector<Sou
 Tensor TensorReader::read(const TensorProto& proto, const std::string& what) {
   std::optional<DType> dtype = dtypeFromOnnx(proto.data_type);
   if (!dtype) {
-    raise(model_path_, ": ", what, " has element type ", onnxDataTypeName(proto.data_type),
-          ", which Estuary does not support");
+    throw UnsupportedOpsError(model_path_, {UnsupportedOp{"element type " + std::string(onnxDataTypeName(proto.data_type)),
+                                                          "", 0, {what}}});
   }
   if (proto.has_segment) raise(model_path_, ": ", what, " is a segment of a tensor, which ONNX models must not store");
   uint64_t count = elementCount(proto.dims, what, model_path_);

@@ -371,7 +371,7 @@ TEST_F(OnnxReaderTest, UnnamedOutputsOfAnIfStay) {
 TEST_F(OnnxReaderTest, UnsupportedElementTypeIsNamed) {
   std::string path = write("m.onnx", model(13, graph("g", {node("Identity", {"s"}, {"y"}, "id")}, {},
                                                       {valueInfo("s", kString, {int64_t{2}})}, {})));
-  EXPECT_EQ(loadError(path), path + ": graph input 's' has element type STRING, which Estuary does not support");
+  EXPECT_EQ(loadError(path), path + ": 1 op has no translation (1 node):\n  element type STRING: 's'");
 }
 
 TEST_F(OnnxReaderTest, EveryUnsupportedOpIsListedWithItsNodesAndOpset) {

@@ -107,8 +107,14 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
 
   std::unique_ptr<RunContext> createContext() const;
 
-  // The plan for these concrete input descs, built on first use (thread-safe).
-  std::shared_ptr<const Plan> planFor(const std::vector<TensorDesc>& inputs) const;
+  // The plan for these concrete input descs, built on first use (thread-safe). `values`, when
+  // given, are the inputs themselves: a graph whose shapes depend on the values of small
+  // integer inputs (a Reshape's target shape, a reduction's axes, fed as inputs rather than
+  // constants, as TensorRT's shape tensors are) gets plans keyed by those values too.
+  std::shared_ptr<const Plan> planFor(const std::vector<TensorDesc>& inputs,
+                                      const std::vector<HostTensor>* values = nullptr) const;
+  // Whether input i is such a shape input (found when the first plan needs its values).
+  bool isShapeInput(size_t i) const;
 
  private:
   CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& options, const Device& device);
@@ -123,6 +129,9 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   mutable BuildReport report_;
   mutable std::mutex plans_mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;  // by shape signature
+  // Inputs whose values key the plans; decided once, under plans_mutex_, by the first plan.
+  mutable std::vector<bool> shape_inputs_;
+  mutable bool shape_inputs_decided_ = false;
 };
 
 // One thread's handle on a compiled model: its arena, kernel states and device state.
@@ -160,6 +169,7 @@ class RunContext {
   size_t arena_bytes_ = 0;
   std::vector<const void*> input_pointers_;
   std::vector<TensorDesc> input_descs_;
+  std::vector<std::vector<std::byte>> shape_input_values_;  // of the bound plan, per shape input
   std::vector<std::vector<std::byte>> owned_outputs_;
   std::vector<HostTensor> output_views_;
   std::vector<TensorDesc> produced_descs_;
