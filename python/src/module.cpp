@@ -34,6 +34,16 @@ py::dtype numpyDtype(DType dtype) {
     case DType::I64: return py::dtype::of<int64_t>();
     case DType::U8: return py::dtype::of<uint8_t>();
     case DType::Bool: return py::dtype::of<bool>();
+    case DType::BF16: {
+      // NumPy has no bfloat16; ml_dtypes (which JAX, ONNX and TensorFlow use) adds it.
+      py::object bfloat16;
+      try {
+        bfloat16 = py::module_::import("ml_dtypes").attr("bfloat16");
+      } catch (const py::error_already_set&) {
+        raise("bf16 arrays need the ml_dtypes package (pip install ml_dtypes)");
+      }
+      return py::dtype::from_args(bfloat16);
+    }
     default: raise("NumPy has no dtype for ", dtypeName(dtype));
   }
 }

@@ -1,0 +1,95 @@
+"""ONNX's own node test cases (onnx.backend.test.case.node: a model, inputs and expected
+outputs for each operator), run through the ONNX frontend and the GE backend.
+
+Every case whose ops the frontend translates is a claim, and must pass: a claimed op that
+fails a case is a bug. Cases with an op the frontend does not translate, or with sequence
+and optional values (which Estuary's tensors do not model), are skipped with the reason.
+Claimed cases that fail today are listed with the reason in onnx_known_failures.txt and
+run as strict expected failures, so each bug stays visible and counts as a failure in the
+report. The pass count per op is printed at the end of the run (conftest.py) and written
+to $ESTUARY_CONFORMANCE_REPORT when set."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import estuary
+
+onnx = pytest.importorskip("onnx")
+from onnx.backend.test.case.node import collect_testcases  # noqa: E402
+
+import conformance_report  # noqa: E402
+
+def known_failures():
+    path = os.path.join(os.path.dirname(__file__), "onnx_known_failures.txt")
+    failures = {}
+    with open(path) as listing:
+        for line in listing:
+            if line.strip() and not line.startswith("#"):
+                name, reason = line.rstrip("\n").split("  ", 1)
+                failures[name] = reason
+    return failures
+
+
+KNOWN_FAILURES = known_failures()
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the case generators divide by zero on purpose
+    CASES = sorted(collect_testcases(None), key=lambda case: case.name)
+
+
+def op_types(graph):
+    types = set()
+    for node in graph.node:
+        types.add(node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}")
+        for attribute in node.attribute:
+            for subgraph in list(attribute.g.node and [attribute.g]) + list(attribute.graphs):
+                types |= op_types(subgraph)
+    return types
+
+
+def is_plain_tensor(value):
+    return isinstance(value, np.ndarray) and value.dtype != object
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_node_case(case, tmp_path, request):
+    if case.name in KNOWN_FAILURES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="known bug: " + KNOWN_FAILURES[case.name]))
+    ops = sorted(op_types(case.model.graph))
+    inputs, expected = case.data_sets[0] if case.data_sets else ([], [])
+    if not all(is_plain_tensor(value) for value in list(inputs) + list(expected)):
+        conformance_report.record(ops, "not claimed")
+        pytest.skip("sequence or optional values: Estuary models tensors only")
+    path = tmp_path / "model.onnx"
+    onnx.save(case.model, str(path))
+    try:
+        model = estuary.convert(str(path), framework="onnx")
+    except estuary.UnsupportedOpsError as error:
+        conformance_report.record(ops, "not claimed")
+        pytest.skip(str(error).split(": ", 1)[-1])
+    try:
+        names = [value.name for value in case.model.graph.input]
+        feeds = {name: value for name, value in zip(names, inputs)}
+        actual = model.run(feeds)
+        assert len(actual) == len(expected), f"{len(actual)} outputs, expected {len(expected)}"
+        for index, (got, want) in enumerate(zip(actual, expected)):
+            assert got.dtype == want.dtype, f"output {index}: dtype {got.dtype}, expected {want.dtype}"
+            assert got.shape == want.shape, f"output {index}: shape {got.shape}, expected {want.shape}"
+            if want.dtype.name == "bfloat16":
+                # The expected values are the reference's f32 results rounded to bf16; ours are
+                # rounded from our own f32 results, so the two may be one bf16 ulp (2^-7 relative)
+                # apart.
+                np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32),
+                                           rtol=max(case.rtol, 2.0**-7), atol=case.atol, equal_nan=True,
+                                           err_msg=f"output {index}")
+            elif want.dtype.kind in "fc":
+                np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol, equal_nan=True,
+                                           err_msg=f"output {index}")
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=f"output {index}")
+    except BaseException:
+        conformance_report.record(ops, "failed")
+        raise
+    conformance_report.record(ops, "passed")
