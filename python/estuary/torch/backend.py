@@ -15,7 +15,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from .config import CompilerConfig
 from .debug import DebugDump
-from . import graph_engine
+from . import fx_mode, graph_engine
 
 _graph_numbers = iter(range(1 << 62))
 
@@ -29,19 +29,19 @@ def backend(config=None, **options):
     elif not isinstance(config, CompilerConfig):
         raise TypeError(f"estuary.torch.backend: config must be a CompilerConfig, got {type(config).__name__}")
     config.validate()
-    if config.mode == "fx":
-        from .fx_mode import compile_fx_graph
-        compile_inference = compile_fx_graph
-    else:
-        compile_inference = graph_engine.compile_graph
+    compile_inference = fx_mode.compile_fx_graph if config.mode == "fx" else graph_engine.compile_graph
     return functools.partial(_compile, config=config, compile_inference=compile_inference)
 
 
 def _static_inputs():
+    """Indices of the parameters and buffers the graph does not mutate: constants of a build.
+    A mutated buffer (a KV cache) stays an input, updated in place."""
     context = torch._guards.TracingContext.try_get()
     if context is None or context.fw_metadata is None:
         return set()
-    return set(context.fw_metadata.static_input_indices)
+    metadata = context.fw_metadata
+    mutated = {i for i, info in enumerate(metadata.input_info) if info.mutates_data or info.mutates_metadata}
+    return set(metadata.static_input_indices) - mutated
 
 
 def _compile(gm, example_inputs, *, config, compile_inference):

@@ -15,7 +15,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .._estuary import EstuaryError, UnsupportedOpsError
 from .._estuary import fx as _fx
-from . import describe
+from . import describe, patterns
 from .debug import DebugDump
 
 
@@ -168,6 +168,9 @@ class _Region(torch.nn.Module):
 
 def compile_graph(gm, static, config, name, debug: DebugDump):
     """A callable running `gm` (an aot inference graph) with the GE backend where it can."""
+    if patterns.has_user_patterns():
+        debug.log(f"{name}: user patterns: {patterns.apply_user_patterns(gm)} replacement(s)")
+        debug.fx(name, "after_user_patterns", gm)
     targets = set(_fx.supported_targets())
     missing = unsupported_targets(gm, targets)
     if not missing:
