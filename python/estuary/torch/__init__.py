@@ -10,6 +10,6 @@ register_replacement adds user fusions to both.
 """
 from .backend import backend
 from .config import CompilerConfig
-from .patterns import fwd_only, joint_fwd_bwd, register_replacement
+from .patterns import clear_replacements, fwd_only, joint_fwd_bwd, register_replacement
 
-__all__ = ["backend", "CompilerConfig", "fwd_only", "joint_fwd_bwd", "register_replacement"]
+__all__ = ["backend", "clear_replacements", "CompilerConfig", "fwd_only", "joint_fwd_bwd", "register_replacement"]

@@ -70,6 +70,12 @@ def _register(search_fn, replace_fn, example_inputs, trace_fn, extra_check, sear
         get_decomp_fn=lambda: DECOMPOSITIONS)
 
 
+def clear_replacements():
+    """Forgets every replacement registered with register_replacement."""
+    _user_pass.cache_clear()
+    _registered.clear()
+
+
 def has_user_patterns():
     return bool(_registered)
 
