@@ -8,11 +8,16 @@
 #include <map>
 #include <mutex>
 
+#include <fstream>
+
 #include "estuary/ge/model.h"
+#include "estuary/pass/manager.h"
+#include "estuary/pass/pipeline.h"
 #include "estuary/plugin/extensions.h"
 #include "estuary/plugin/loader.h"
 #include "estuary/pytorch/fx_graph.h"
 #include "estuary/support/error.h"
+#include "estuary/text/printer.h"
 
 namespace py = pybind11;
 
@@ -135,6 +140,37 @@ std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes,
   return std::shared_ptr<Graph>(frontend.translate(fx));
 }
 
+// Runs a pipeline (a YAML file, or a pass list) over the graph; with `dump_dir`, the pass
+// manager writes the IR before and after every pass there. Returns (pass, changes, seconds)
+// per pass run.
+std::vector<std::tuple<std::string, int64_t, double>> optimize(Graph& graph, const std::string& pipeline,
+                                                               const std::string& dump_dir) {
+  bool is_file = pipeline.size() > 5 && (pipeline.compare(pipeline.size() - 5, 5, ".yaml") == 0 ||
+                                         pipeline.compare(pipeline.size() - 4, 4, ".yml") == 0);
+  PassManager manager(is_file ? loadPipelineFile(pipeline) : parsePassList(pipeline));
+  manager.setLog(nullptr);
+  if (!dump_dir.empty()) {
+    manager.setDebug(true);
+    manager.setDumpDir(dump_dir);
+  }
+  {
+    py::gil_scoped_release release;
+    manager.run(graph);
+  }
+  std::vector<std::tuple<std::string, int64_t, double>> records;
+  for (const PassRecord& record : manager.records()) records.emplace_back(record.name, record.changes, record.seconds);
+  return records;
+}
+
+// Writes the graph's text form with large weights elided, for dumps.
+void dumpGraph(const Graph& graph, const std::string& path, const std::string& title) {
+  PrintOptions options;
+  options.elide_tensors_above_bytes = 4096;
+  std::ofstream out(path, std::ios::binary);
+  out << "# " << title << "\n" << printGraph(graph, options);
+  if (!out) raise("cannot write the IR dump '", path, "'");
+}
+
 // A graph built by the GE backend, run on caller memory: inputs (mutable ones are updated in
 // place) and outputs are addresses of torch tensors whose shapes the caller states.
 class CompiledGraph {
@@ -210,6 +246,10 @@ void registerTorchBindings(py::module_& parent) {
         "The FX call_function targets with a translation.");
   m.def("translate", &translate, py::arg("name"), py::arg("nodes"), py::arg("outputs"),
         "Translates an FX graph description into a core-IR Graph.");
+  m.def("optimize", &optimize, py::arg("graph"), py::arg("pipeline"), py::arg("dump_dir") = "",
+        "Runs a pipeline (YAML file or pass list) over the graph; returns (pass, changes, seconds) per run.");
+  m.def("dump", &dumpGraph, py::arg("graph"), py::arg("path"), py::arg("title"),
+        "Writes the graph's text form, large weights elided.");
   py::class_<CompiledGraph>(m, "CompiledGraph", "A graph built by the GE backend, run on torch tensors' memory.")
       .def(py::init<const Graph&, int>(), py::arg("graph"), py::arg("threads") = 0)
       .def("output_specs", &CompiledGraph::outputSpecs, py::arg("input_shapes"))

@@ -155,6 +155,9 @@ def test_debug_dumps_under_torch_compile_debug(tmp_path, monkeypatch):
     model_dir = next(runs[0].glob("model__*"))
     assert (model_dir / "dynamo_out_graph.txt").exists()
     assert [p.name for p in sorted((model_dir / "forward").iterdir())] == ["000_aot_forward_graph_received.txt"]
-    stages = [p.name.split("_", 1)[1] for p in sorted((model_dir / "ir").iterdir())]
-    assert stages == [s for s in stages if s.endswith(("translated.est", "optimized.est"))] and len(stages) == 2
-    assert "Gemm" in (runs[0] / "debug.log").read_text()
+    ir = model_dir / "ir"
+    assert sorted(p.name for p in ir.glob("*.est")) == ["000_graph_0_translated.est", "001_graph_0_optimized.est"]
+    passes = {p.name for p in (ir / "graph_0_passes").iterdir()}  # the pipeline's, before and after each
+    assert {"001_before_infer_shapes.est", "001_after_infer_shapes.est", "002_before_canonicalize.est"} <= passes
+    log = (runs[0] / "debug.log").read_text()
+    assert "Gemm" in log and "passes that changed the IR:" in log

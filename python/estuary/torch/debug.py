@@ -3,7 +3,8 @@
     <dir>/estuary/debug.log
     <dir>/estuary/model__<N>/dynamo_out_graph.txt
     <dir>/estuary/model__<N>/forward/000_aot_forward_graph.txt, 001_..._<step>.txt, ...
-    <dir>/estuary/model__<N>/ir/000_<graph>_<stage>.est
+    <dir>/estuary/model__<N>/ir/000_<graph>_<stage>.est          translated, optimized
+    <dir>/estuary/model__<N>/ir/<graph>_passes/001_before_<pass>.est, 001_after_<pass>.est, ...
 
 <dir> is CompilerConfig.debug_dir, or with TORCH_COMPILE_DEBUG=1 PyTorch's debug directory
 (torch_compile_debug/run_*); both are read at compile time.
@@ -57,8 +58,22 @@ class DebugDump:
 
     def ir(self, name, stage, graph):
         if self.enabled:
-            self._write(f"ir/{next(self.ir_count):03d}_{name}_{stage}.est", graph.text())
+            from .._estuary import fx
+            number = next(self.ir_count)
+            for root in self.roots:
+                directory = os.path.join(root, self.model, "ir")
+                os.makedirs(directory, exist_ok=True)
+                fx.dump(graph, os.path.join(directory, f"{number:03d}_{name}_{stage}.est"), f"{name}: {stage}")
             self.log(f"{name}: IR {stage}: {graph.op_counts()}")
+
+    def pass_dir(self, name):
+        """Where the pass manager dumps the IR before and after each pass ("" when off).
+        With several roots, the first gets the per-pass dumps."""
+        if not self.enabled:
+            return ""
+        directory = os.path.join(self.roots[0], self.model, "ir", f"{name}_passes")
+        os.makedirs(directory, exist_ok=True)
+        return directory
 
     def log(self, message):
         for root in self.roots:
