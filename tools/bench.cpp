@@ -135,7 +135,9 @@ int runBench(const std::vector<std::string>& argv) {
   const int64_t warmup = integerOption("bench", "warmup", args.value("warmup"), 10, 0);
   const int64_t iterations = integerOption("bench", "iterations", args.value("iterations"), 100, 1);
   const int64_t seed = integerOption("bench", "seed", args.value("seed"), 0, 0);
-  InputShapes shapes = parseInputShapes(args.value("input-shape").value_or(""));
+  InputShapeSpec spec = parseInputShapes(args.value("input-shape").value_or(""));
+  if (!spec.ranges.empty()) usageError("estuary bench: --input-shape needs sizes to run with, not ranges");
+  const InputShapes& shapes = spec.shapes;
 
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("bench", "threads", args.value("threads"), 0, 0));

@@ -119,8 +119,8 @@ std::string plainSymbol(const Dim& dim) {
   return symbols.size() == 1 && symbols[0] == dim.str() ? symbols[0] : "";
 }
 
-InputShapes parseInputShapes(const std::string& text) {
-  InputShapes shapes;
+InputShapeSpec parseInputShapes(const std::string& text) {
+  InputShapeSpec spec;
   for (const std::string& raw : split(text, ';')) {
     std::string entry = trim(raw);
     if (entry.empty()) continue;
@@ -131,25 +131,42 @@ InputShapes parseInputShapes(const std::string& text) {
     std::string name = trim(entry.substr(0, colon));
     std::vector<int64_t> dims;
     std::string dim_list = trim(entry.substr(colon + 1));
+    auto number = [&](const std::string& text, int64_t minimum) {
+      size_t used = 0;
+      int64_t value = minimum - 1;
+      try {
+        value = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size() || value < minimum) {
+        usageError("--input-shape: input '", name, "': '", text,
+                   "' is not a dimension (a size, -1 to keep it, or a range such as 1~16)");
+      }
+      return value;
+    };
     if (!dim_list.empty()) {
       for (const std::string& part : split(dim_list, ',')) {
         std::string dim = trim(part);
-        size_t used = 0;
-        int64_t value = -2;
-        try {
-          value = std::stoll(dim, &used);
-        } catch (const std::exception&) {
-          used = 0;
+        size_t tilde = dim.find('~');
+        if (tilde == std::string::npos) {
+          dims.push_back(number(dim, -1));
+          continue;
         }
-        if (used == 0 || used != dim.size() || value < -1) {
-          usageError("--input-shape: input '", name, "': '", dim, "' is not a dimension (a size, or -1 to keep it)");
-        }
-        dims.push_back(value);
+        DimRange range{number(trim(dim.substr(0, tilde)), 0), number(trim(dim.substr(tilde + 1)), 0)};
+        if (range.min > range.max) usageError("--input-shape: input '", name, "': the range ", dim, " is empty");
+        spec.ranges[name][dims.size()] = range;
+        dims.push_back(-1);
       }
     }
-    if (!shapes.emplace(name, dims).second) usageError("--input-shape: input '", name, "' is given twice");
+    if (!spec.shapes.emplace(name, dims).second) usageError("--input-shape: input '", name, "' is given twice");
   }
-  return shapes;
+  return spec;
+}
+
+void applyInputShapeSpec(Graph& graph, const InputShapeSpec& spec, ge::BuildOptions& options) {
+  fixInputShapes(graph, spec.shapes);
+  for (auto& [symbol, range] : symbolRanges(graph, spec.ranges)) options.dim_ranges[symbol] = range;
 }
 
 namespace {
@@ -168,7 +185,7 @@ void checkOpsRegistered(const Graph& graph, const std::string& path) {
 
 }  // namespace
 
-OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, const InputShapes& shapes) {
+OpenedModel openModel(const std::string& path, ge::BuildOptions options, const InputShapeSpec& shapes) {
   // By name too, so that a damaged .eom is refused as one rather than parsed as IR text.
   const std::string extension = ge::kOfflineModelExtension;
   bool named_eom = path.size() > extension.size() && path.compare(path.size() - extension.size(), extension.size(), extension) == 0;
@@ -180,7 +197,7 @@ OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, 
     raise(path, ": the graph is not valid IR:\n", error.what());
   }
   checkOpsRegistered(*graph, path);
-  fixInputShapes(*graph, shapes);
+  applyInputShapeSpec(*graph, shapes, options);
   try {
     return {ge::CompiledModel::build(*graph, options), true};
   } catch (const Error& error) {
@@ -198,7 +215,8 @@ int runBuild(const std::vector<std::string>& argv) {
       "file holds the lowered graph and its weights, aligned so that loading maps them.",
       {
           {"output", "FILE", "where to write the offline model (-o); conventionally *.eom", ""},
-          {"input-shape", "SPEC", "fix input dims before building: \"x:1,3,224,224;y:-1,128\" (-1 keeps a dim)", ""},
+          {"input-shape", "SPEC", "input dims: \"x:1,3,224,224;y:-1,128;z:1~16,64\" (-1 keeps a dim symbolic, "
+                                  "1~16 keeps it symbolic within a range)", ""},
           {"threads", "N", "intra-op threads the plans are built for; 0 is one per core", "0"},
           pluginOption("reading the graph: one whose ops it brings"),
           {"kernels", "", "also list the kernel chosen for every step", ""},
@@ -218,7 +236,7 @@ int runBuild(const std::vector<std::string>& argv) {
   loadPlugins(args);
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("build", "threads", args.value("threads"), 0, 0));
-  InputShapes shapes = parseInputShapes(args.value("input-shape").value_or(""));
+  InputShapeSpec shapes = parseInputShapes(args.value("input-shape").value_or(""));
   std::shared_ptr<ge::CompiledModel> model = openModel(input, options, shapes).model;
 
   auto started = std::chrono::steady_clock::now();

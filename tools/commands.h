@@ -30,8 +30,15 @@ std::string configDir();
 
 // Shared by build, run and bench (defined in build.cpp).
 
-// "x:1,3,224,224;y:-1,128": dims by input name; -1 leaves a dim as the graph has it.
-InputShapes parseInputShapes(const std::string& text);
+// "x:1,3,224,224;y:-1,128;z:1~16,64": dims by input name; -1 leaves a dim as the graph has
+// it, lo~hi leaves it symbolic but bounds the sizes a run may give it.
+struct InputShapeSpec {
+  InputShapes shapes;     // ranged dims are -1 here
+  InputDimRanges ranges;
+};
+InputShapeSpec parseInputShapes(const std::string& text);
+// Fixes the graph's input dims and adds the ranges of symbolic dims to `options`.
+void applyInputShapeSpec(Graph& graph, const InputShapeSpec& spec, ge::BuildOptions& options);
 
 // An integer option of at least `minimum`, or `fallback` when absent; a usage error when
 // malformed.
@@ -44,7 +51,7 @@ struct OpenedModel {
   std::shared_ptr<ge::CompiledModel> model;
   bool built = false;  // from IR, rather than loaded
 };
-OpenedModel openModel(const std::string& path, const ge::BuildOptions& options, const InputShapes& shapes = {});
+OpenedModel openModel(const std::string& path, ge::BuildOptions options, const InputShapeSpec& shapes = {});
 
 // The plain symbol a dim is ("batch"), or "" for static dims and expressions ("batch*seq").
 std::string plainSymbol(const Dim& dim);

@@ -139,8 +139,8 @@ int runConvert(const std::vector<std::string>& argv) {
   Arguments args(
       "convert", "--model MODEL -o OUTPUT.eom [options]",
       "Converts a framework's model into an offline model for this machine's CPU, like\n"
-      "Ascend's ATC: the frontend translates it into Estuary's IR, --input-shape fixes\n"
-      "input dims, the pass pipeline optimizes it, and the GE backend builds it\n"
+      "Ascend's ATC: the frontend translates it into Estuary's IR, --input-shape fixes or\n"
+      "bounds input dims, the pass pipeline optimizes it, and the GE backend builds it\n"
       "(constant folding, epilogue fusion, kernel choice, memory plan). Prints the time and\n"
       "op count of every stage, the parameters and the planned memory. `estuary run` and\n"
       "`estuary bench` take the result. ATC's spellings --input_shape and\n"
@@ -149,7 +149,8 @@ int runConvert(const std::vector<std::string>& argv) {
           {"model", "FILE", "the model to convert (or give it as the only positional argument)", ""},
           {"framework", "NAME", "its frontend (onnx, ...); found from the file when not given", ""},
           {"output", "FILE", "where to write the offline model (-o); .eom is added when missing", ""},
-          {"input-shape", "SPEC", "fix input dims: \"x:1,3,224,224;y:-1,128\" (-1 keeps a dim symbolic)", ""},
+          {"input-shape", "SPEC", "input dims: \"x:1,3,224,224;y:-1,128;z:1~16,64\" (-1 keeps a dim symbolic, "
+                                  "1~16 keeps it symbolic within a range)", ""},
           {"threads", "N", "intra-op threads the model is built for; 0 is one per core", "0"},
           {"mode", "MODE", "convert (0); info (6): print the model's information; ir: print the "
                            "translated graph as text; json (1): as JSON (to --output if given)", "convert"},
@@ -180,7 +181,7 @@ int runConvert(const std::vector<std::string>& argv) {
   }
   ge::BuildOptions build_options;
   build_options.num_threads = static_cast<int>(integerOption("convert", "threads", args.value("threads"), 0, 0));
-  InputShapes shapes = parseInputShapes(args.value("input-shape").value_or(""));
+  InputShapeSpec shapes = parseInputShapes(args.value("input-shape").value_or(""));
   // The pipeline is read (and its plugins loaded) before the model, so that a mistake in it
   // is reported before a long translation.
   std::unique_ptr<PassManager> manager = passManagerFrom(args, "O2");
@@ -219,8 +220,9 @@ int runConvert(const std::vector<std::string>& argv) {
   Parameters parameters = countParameters(*graph);
 
   progress.enter(1);
-  fixInputShapes(*graph, shapes);
-  stages.push_back({"input shapes", lap(), shapes.empty() ? "as in the model" : "fixed " + std::to_string(shapes.size())});
+  applyInputShapeSpec(*graph, shapes, build_options);
+  stages.push_back({"input shapes", lap(), shapes.shapes.empty() ? "as in the model"
+                                           : std::to_string(shapes.shapes.size()) + " inputs given"});
 
   progress.enter(2);
   if (log >= LogLevel::Debug) manager->setLog(&std::cerr);
@@ -273,6 +275,9 @@ int runConvert(const std::vector<std::string>& argv) {
   for (const ge::IoInfo& io : model->inputs()) out << " " << io.name << ": " << io.type.str();
   out << "\noutputs:";
   for (const ge::IoInfo& io : model->outputs()) out << " " << io.name << ": " << io.type.str();
+  for (const auto& [symbol, range] : model->dimRanges()) {
+    out << "\ndim " << symbol << ": " << range.min << "~" << range.max;
+  }
   out << "\nparameters: " << withThousands(parameters.count) << " ("
       << formatBytes(static_cast<double>(parameters.bytes)) << ")\n";
   printSummary(out, stages);

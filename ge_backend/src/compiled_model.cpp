@@ -1,4 +1,5 @@
 #include <chrono>
+#include <set>
 #include <cstdlib>
 #include <thread>
 
@@ -57,7 +58,20 @@ CompiledModel::CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& o
     : graph_(std::move(graph)), device_(device), options_(options) {
   options_.num_threads = num_threads_ = options.num_threads > 0 ? options.num_threads
                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (Value* input : graph_->inputs()) inputs_.push_back({input->name(), input->type(), input->isMutableInput()});
+  std::set<std::string> symbols;
+  for (Value* input : graph_->inputs()) {
+    inputs_.push_back({input->name(), input->type(), input->isMutableInput()});
+    if (!input->shape().isRanked()) continue;
+    for (const Dim& dim : input->shape().dims()) {
+      for (const std::string& symbol : dim.symbols()) symbols.insert(symbol);
+    }
+  }
+  for (const auto& [symbol, range] : options_.dim_ranges) {
+    if (!symbols.count(symbol)) raise("a range is given for dim '", symbol, "', which no input has");
+    if (range.min < 0 || range.min > range.max) {
+      raise("the range ", range.min, "~", range.max, " of dim '", symbol, "' is empty or negative");
+    }
+  }
   for (size_t i = 0; i < graph_->numOutputs(); ++i) {
     outputs_.push_back({graph_->output(i)->name(), graph_->output(i)->type(), false});
   }
@@ -139,7 +153,13 @@ void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
     for (int d = 0; d < actual.rank; ++d) {
       const Dim& dim = expected.type.shape[static_cast<size_t>(d)];
       if (!dim.isSymbolic() || dim.symbols() != std::vector<std::string>{dim.str()}) continue;  // plain symbols only
-      auto [it, first] = symbols.emplace(dim.str(), std::make_pair(actual.dims[static_cast<size_t>(d)], i));
+      const int64_t size = actual.dims[static_cast<size_t>(d)];
+      auto range = options_.dim_ranges.find(dim.str());
+      if (range != options_.dim_ranges.end() && (size < range->second.min || size > range->second.max)) {
+        raise("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ", size,
+              ", the model accepts ", range->second.min, "~", range->second.max, " (", expected.type.str(), ")");
+      }
+      auto [it, first] = symbols.emplace(dim.str(), std::make_pair(size, i));
       if (!first && it->second.first != actual.dims[static_cast<size_t>(d)]) {
         raise("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ",
               actual.dims[static_cast<size_t>(d)], ", but input '", inputs_[it->second.second].name,

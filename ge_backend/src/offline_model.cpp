@@ -39,9 +39,12 @@ constexpr size_t kInlineTensorLimit = 1024;
 
 // In header order. The file holds the metadata sections in kMetadataSections order, then
 // the weights.
-enum Section { kGraph, kWeightTable, kPlanShapes, kWeights, kPlugins, kNumSections };
-constexpr const char* kSectionNames[kNumSections] = {"graph", "weight table", "plan shapes", "weights", "plugins"};
-constexpr Section kMetadataSections[] = {kGraph, kWeightTable, kPlanShapes, kPlugins};
+enum Section { kGraph, kWeightTable, kPlanShapes, kWeights, kPlugins, kDimRanges, kNumSections };
+constexpr const char* kSectionNames[kNumSections] = {"graph",   "weight table", "plan shapes",
+                                                     "weights", "plugins",      "dim ranges"};
+constexpr Section kMetadataSections[] = {kGraph, kWeightTable, kPlanShapes, kPlugins, kDimRanges};
+// The format version that added each section; older files lack it.
+constexpr uint32_t kSectionSince[kNumSections] = {1, 1, 1, 1, 2, 3};
 
 // Fixed codes, independent of the DType enum's numbering (see offline_model.h).
 constexpr DType kDTypeByCode[] = {DType::Undefined, DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
@@ -340,7 +343,7 @@ Header checkHeader(const Mapping& file, const std::string& path) {
   header.device = getField(head, kDeviceAt);
   header.isa = getField(head, kIsaAt);
   for (int s = 0; s < kNumSections; ++s) {
-    if (s == kPlugins && version < 2) continue;  // version 1 had no plugins section
+    if (version < kSectionSince[s]) continue;
     uint64_t offset, size;
     std::memcpy(&offset, head + kSectionsAt + 16 * s, 8);
     std::memcpy(&size, head + kSectionsAt + 16 * s + 8, 8);
@@ -447,6 +450,21 @@ std::vector<std::vector<TensorDesc>> readPlanShapes(std::string_view bytes, cons
   return plans;
 }
 
+std::map<std::string, DimRange> readDimRanges(std::string_view bytes, const std::string& path) {
+  std::map<std::string, DimRange> ranges;
+  if (bytes.empty()) return ranges;  // a file from before format version 3
+  ByteReader reader(bytes, path, "dim ranges");
+  for (uint64_t count = reader.count(20); count > 0; --count) {
+    std::string symbol = reader.text();
+    DimRange range;
+    range.min = reader.i64();
+    range.max = reader.i64();
+    ranges.emplace(std::move(symbol), range);
+  }
+  if (!reader.atEnd()) reader.fail(reader.remaining(), " bytes after the last range");
+  return ranges;
+}
+
 }  // namespace
 
 bool isOfflineModelFile(const std::string& path) {
@@ -500,11 +518,20 @@ void CompiledModel::save(const std::string& path) const {
     plugins.text(plugin);
   }
 
+  ByteWriter dim_ranges;
+  dim_ranges.u64(options_.dim_ranges.size());
+  for (const auto& [symbol, range] : options_.dim_ranges) {
+    dim_ranges.text(symbol);
+    dim_ranges.i64(range.min);
+    dim_ranges.i64(range.max);
+  }
+
   std::string_view contents[kNumSections];
   contents[kGraph] = graph_bytes;
   contents[kWeightTable] = table.bytes();
   contents[kPlanShapes] = plan_shapes.bytes();
   contents[kPlugins] = plugins.bytes();
+  contents[kDimRanges] = dim_ranges.bytes();
   uint64_t offsets[kNumSections], sizes[kNumSections];
   uint64_t position = kHeaderSize;
   for (Section s : kMetadataSections) {
@@ -559,7 +586,9 @@ std::shared_ptr<CompiledModel> CompiledModel::load(const std::string& path, cons
   attachWeights(*graph, file, header, path, weight_bytes);
   std::vector<std::vector<TensorDesc>> plan_shapes = readPlanShapes(header.sections[kPlanShapes], path);
 
-  std::shared_ptr<CompiledModel> model(new CompiledModel(std::move(graph), options, device));
+  BuildOptions model_options = options;
+  if (model_options.dim_ranges.empty()) model_options.dim_ranges = readDimRanges(header.sections[kDimRanges], path);
+  std::shared_ptr<CompiledModel> model(new CompiledModel(std::move(graph), model_options, device));
   for (Node* node : model->graph_->nodes()) ++model->report_.ops_after[node->qualifiedOpType()];
   model->report_.weight_bytes = weight_bytes;
   model->report_.stages.push_back({"load", secondsSince(started)});

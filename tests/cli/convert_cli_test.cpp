@@ -70,6 +70,24 @@ TEST_F(ConvertCli, FindsTheFrontendAndTakesAtcSpellings) {
   EXPECT_TRUE(fs::exists(path("fixed.eom")));
 }
 
+TEST_F(ConvertCli, InputShapeRangesBoundSymbolicDims) {
+  CliRun run = convert(path("m.testmodel") + " --input-shape 'x:1~4,8' -o " + path("ranged.eom"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_CONTAINS(run.output, "inputs: x: f32[batch,8]");
+  EXPECT_CONTAINS(run.output, "dim batch: 1~4");
+  CliRun inside = runCli("bench " + path("ranged.eom") + " --input-shape x:4,8 --iterations 2 --warmup 0");
+  EXPECT_EQ(inside.exit_code, 0) << inside.output;
+  CliRun outside = runCli("bench " + path("ranged.eom") + " --input-shape x:5,8 --iterations 2 --warmup 0");
+  EXPECT_EQ(outside.exit_code, 1) << outside.output;
+  EXPECT_CONTAINS(outside.output, "dim 0 'batch' is 5, the model accepts 1~4");
+  CliRun empty = convert(path("m.testmodel") + " --input-shape 'x:4~1,8' -o " + path("x.eom"));
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_CONTAINS(empty.output, "the range 4~1 is empty");
+  CliRun fixed_dim = convert(path("m.testmodel") + " --input-shape 'x:-1,1~8' -o " + path("x.eom"));
+  EXPECT_EQ(fixed_dim.exit_code, 1);
+  EXPECT_CONTAINS(fixed_dim.output, "only a symbolic dim can take a range");
+}
+
 TEST_F(ConvertCli, PrintsInfoTextAndJson) {
   CliRun info = convert("--model " + path("m.testmodel") + " --mode 6");
   ASSERT_EQ(info.exit_code, 0) << info.output;

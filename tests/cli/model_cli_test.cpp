@@ -310,26 +310,26 @@ TEST_F(ModelCli, PluginOpsNeedTheirPluginToBuildAndRun) {
   const std::string example = std::string(ESTUARY_SOURCE_DIR) + "/examples/decoder_block.est";
   const std::string fused = path("fused.est"), model = path("fused.eom");
   const std::string shapes = " --input-shape 'x:2,3,64;residual:2,3,64'";
-  ASSERT_EQ(estuary("optimize " + example + " --pipeline O2 -o " + fused + " --quiet").exit_code, 0);
+  ASSERT_EQ(runCli("optimize " + example + " --pipeline O2 -o " + fused + " --quiet").exit_code, 0);
 
-  CliRun without = estuary("build " + fused + " -o " + model + shapes);
+  CliRun without = runCli("build " + fused + " -o " + model + shapes);
   EXPECT_EQ(without.exit_code, 1);
   EXPECT_CONTAINS(without.output, fused + ": node #0 (estuary::AddRMSNorm) uses op estuary::AddRMSNorm, which is not "
                                           "registered; if a plugin brings it, load the plugin with --plugin");
-  CliRun built = estuary("build " + fused + " -o " + model + shapes + " --plugin fusion_add_rms_norm --kernels");
+  CliRun built = runCli("build " + fused + " -o " + model + shapes + " --plugin fusion_add_rms_norm --kernels");
   ASSERT_EQ(built.exit_code, 0) << built.output;
   EXPECT_CONTAINS(built.output, "fusion_add_rms_norm:f32");
 
   for (const std::string& command : {"run " + model + " -o " + path("out.npz"), "bench " + model}) {
-    CliRun unloaded = estuary(command);
+    CliRun unloaded = runCli(command);
     EXPECT_EQ(unloaded.exit_code, 1) << command;
     EXPECT_CONTAINS(unloaded.output, model + ": node #0 (estuary::AddRMSNorm) uses op estuary::AddRMSNorm from plugin "
                                              "'fusion_add_rms_norm', which is not loaded; load it first");
   }
-  CliRun bench = estuary("bench " + model + " --plugin fusion_add_rms_norm --warmup 0 --iterations 2");
+  CliRun bench = runCli("bench " + model + " --plugin fusion_add_rms_norm --warmup 0 --iterations 2");
   ASSERT_EQ(bench.exit_code, 0) << bench.output;
   EXPECT_CONTAINS(bench.output, "x: f32[2,3,64]");
-  CliRun bad = estuary("bench " + model + " --plugin no_such_plugin");
+  CliRun bad = runCli("bench " + model + " --plugin no_such_plugin");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_CONTAINS(bad.output, "no_such_plugin");
 }

@@ -158,6 +158,36 @@ TEST_F(OfflineModel, VersionOneFilesWithoutAPluginsSectionLoad) {
   EXPECT_EQ(outputsOf(*loaded, 2), outputsOf(*built_, 2));
 }
 
+// Input dim ranges (ATC's "1~16") are enforced by the built model and kept by the file.
+TEST_F(OfflineModel, DimRangesAreEnforcedAndSaved) {
+  auto graph = parseGraph(weightedGraphText());
+  BuildOptions options;
+  options.dim_ranges = {{"batch", DimRange{1, 4}}};
+  built_ = CompiledModel::build(*graph, options);
+  std::string file = path("ranged.eom");
+  built_->save(file);
+  auto loaded = CompiledModel::load(file);
+  ASSERT_EQ(loaded->dimRanges().count("batch"), 1u);
+  EXPECT_EQ(loaded->dimRanges().at("batch").max, 4);
+  EXPECT_EQ(outputsOf(*loaded, 4), outputsOf(*built_, 4));
+  for (const auto& model : {built_, loaded}) {
+    try {
+      outputsOf(*model, 5);
+      ADD_FAILURE() << "batch 5 is outside 1~4";
+    } catch (const Error& error) {
+      EXPECT_CONTAINS(error.what(), "input 'x' (#0): dim 0 'batch' is 5, the model accepts 1~4");
+    }
+  }
+  BuildOptions unknown;
+  unknown.dim_ranges = {{"seq", DimRange{1, 4}}};
+  try {
+    CompiledModel::build(*graph, unknown);
+    ADD_FAILURE() << "no input has a dim 'seq'";
+  } catch (const Error& error) {
+    EXPECT_CONTAINS(error.what(), "a range is given for dim 'seq', which no input has");
+  }
+}
+
 TEST_F(OfflineModel, WeightsAreMappedFromTheFileNotCopied) {
   std::string file = savedModel();
   auto loaded = CompiledModel::load(file);

@@ -84,20 +84,22 @@ Node* nextInChain(const Value* current, int channel_axis) {
     bool bias = isChannelVector(other, current, channel_axis);
     return (same_shape || bias) && other->dtype() == current->dtype() ? user : nullptr;
   }
-  return fusesExactly(*user) ? user : nullptr;
+  return fusesAccurately(*user) ? user : nullptr;
 }
 
 }  // namespace
 
-bool fusesExactly(const Node& node) {
+bool fusesAccurately(const Node& node) {
   // Measured with oneDNN 2.6 (tests/ge/epilogue_accuracy_test.cpp prints the table): these
-  // post-ops match the unfused kernels bit for bit (the unfused kernels of these ops are
-  // oneDNN's eltwise primitive itself). The others stay separate nodes: relu maps NaN to 0
-  // and clip (Clip, HardSigmoid) to its lower bound; elu computes e^x - 1 and returns 0 for
-  // tiny negative x; gelu (both forms), soft_relu and mish are 0 or wrong by orders of
-  // magnitude in the negative tail (x < -5, where the true value is ~1e-7); exp maps NaN to
-  // inf and flushes denormal results; log is off by 15 for denormal inputs.
-  static const char* const kExact[] = {"LeakyRelu", "Sigmoid", "Tanh", "HardSwish", "Abs", "Sqrt"};
+  // post-ops match the unfused kernels on every number. Relu, Clip and HardSigmoid map a NaN
+  // input to their lower bound, as ONNX Runtime's fused convolutions (MLAS's max/min) do;
+  // refusing them would leave every CNN's activations unfused for the sake of NaN inputs.
+  // The others stay separate nodes: elu computes e^x - 1 and returns 0 for tiny negative x;
+  // gelu (both forms), soft_relu and mish are 0 or wrong by orders of magnitude in the
+  // negative tail (x < -5, where the true value is ~1e-7); exp flushes denormal results; log
+  // is off by 15 for denormal inputs.
+  static const char* const kExact[] = {"Relu",      "Clip", "HardSigmoid", "LeakyRelu", "Sigmoid",
+                                       "Tanh",      "HardSwish", "Abs", "Sqrt"};
   if (activationSteps(node).empty()) return false;
   for (const char* op : kExact) {
     if (node.is(op)) return true;

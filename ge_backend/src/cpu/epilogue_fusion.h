@@ -18,9 +18,10 @@
 namespace estuary::ge::cpu {
 
 // Whether activation `node` may be fused: its oneDNN post-op (post_ops.h, activationSteps())
-// agrees with the unfused kernel on every input, NaN, infinities, denormals and tails
-// included, as tests/ge/epilogue_accuracy_test.cpp measures.
-bool fusesExactly(const Node& node);
+// agrees with the unfused kernel on every number, infinities, denormals and tails included,
+// as tests/ge/epilogue_accuracy_test.cpp measures. A NaN input may come out as the
+// activation's lower bound.
+bool fusesAccurately(const Node& node);
 // Registers the estuary::Fused* schemas.
 void registerFusedOpSchemas(OpRegistry& registry);
 // Fuses every chain for which `kernel_accepts` (asked with the fused node in place, before

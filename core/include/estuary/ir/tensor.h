@@ -34,7 +34,8 @@ class Tensor {
       raise("tensor data has ", values.size() * sizeof(T), " bytes, its type needs ",
             tensor.byteSize());
     }
-    std::memcpy(tensor.mutableData(), values.data(), tensor.byteSize());
+    // An empty vector's data() may be null, which memcpy must not be given even for 0 bytes.
+    if (!values.empty()) std::memcpy(tensor.mutableData(), values.data(), tensor.byteSize());
     return tensor;
   }
   template <typename T>

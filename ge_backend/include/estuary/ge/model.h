@@ -19,6 +19,7 @@
 
 #include "estuary/ge/device.h"
 #include "estuary/ge/kernel.h"
+#include "estuary/transforms/input_shapes.h"
 #include "estuary/ir/graph.h"
 
 namespace estuary::ge {
@@ -42,6 +43,9 @@ struct BuildOptions {
   // Concrete shapes to build plans for right away (others are built on first use), each a
   // list of input dims in graph input order.
   std::vector<std::vector<std::vector<int64_t>>> prebuild_shapes;
+  // Sizes the named symbolic dims may take (ATC's input shape ranges); a run with a size
+  // outside is refused naming the input. Saved in the offline model.
+  std::map<std::string, DimRange> dim_ranges;
 };
 
 // What a build did, for `estuary build` and logs.
@@ -91,6 +95,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   const Graph& graph() const { return *graph_; }
   const Device& device() const { return device_; }
   int numThreads() const { return num_threads_; }
+  const std::map<std::string, DimRange>& dimRanges() const { return options_.dim_ranges; }
 
   std::unique_ptr<RunContext> createContext() const;
 

@@ -12,10 +12,11 @@
 //     56   char[32] device ISA, e.g. "avx512_core_amx", NUL-padded
 //     88   char[32] Estuary version that wrote the file, NUL-padded
 //     120  u64 reserved, zero
-//     128  five sections, each u64 offset and u64 size in bytes:
-//            graph, weight table, plan shapes, weights, plugins (version 2 on; the file
-//            holds them in the order graph, weight table, plan shapes, plugins, weights)
-//     208  reserved up to 256, zero
+//     128  six sections, each u64 offset and u64 size in bytes:
+//            graph, weight table, plan shapes, weights, plugins (version 2 on), dim ranges
+//            (version 3 on); the file holds them in the order graph, weight table, plan
+//            shapes, plugins, dim ranges, weights
+//     224  reserved up to 256, zero
 //   graph         the lowered graph in core's serialized form (saveGraphToBytes); tensor
 //                 attributes larger than 1 KiB are zero-element placeholders there and their
 //                 bytes live in the weights section
@@ -29,6 +30,8 @@
 //   plugins       u64 count, then per op that a plugin registered: u32 length and the op's
 //                 qualified name, u32 length and the plugin's name; load() names the plugin
 //                 when one of these ops is unknown
+//   dim ranges    u64 count, then per symbolic dim with a range: u32 length and the dim's
+//                 name, i64 smallest and i64 largest size a run may give it
 //   weights       at a 64-byte aligned file offset, each tensor 64-byte aligned within; load()
 //                 maps the file and wraps these bytes without copying them
 //
@@ -38,7 +41,7 @@
 
 namespace estuary::ge {
 
-inline constexpr uint32_t kOfflineModelFormatVersion = 2;
+inline constexpr uint32_t kOfflineModelFormatVersion = 3;
 inline constexpr char kOfflineModelExtension[] = ".eom";
 
 // True when `path` names a readable file that starts with the offline model magic.
