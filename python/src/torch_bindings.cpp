@@ -39,8 +39,8 @@ const FxFrontend& fxFrontend() {
   static std::once_flag once;
   std::call_once(once, [] {
     ExtensionPoints::global().provide(pytorch::kFxFrontendExtension, &slot);
-    PluginLoader::global().load("pytorch_frontend");
-    if (!slot.frontend) raise("plugin 'pytorch_frontend' loaded but offered no FX frontend");
+    PluginLoader::global().load("pytorch_fx");
+    if (!slot.frontend) raise("plugin 'pytorch_fx' loaded but offered no FX frontend");
   });
   return *slot.frontend;
 }

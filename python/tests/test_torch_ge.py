@@ -136,13 +136,17 @@ def test_recompile_limit_then_eager_with_a_warning():
     assert len(messages) == 1 and "runs eagerly from now on" in messages[0]
 
 
-def test_static_dims_build_one_graph_per_size():
+def test_static_dims_build_one_graph_per_size(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()).eval()
-    compiled = torch.compile(model, backend=et.backend(dynamic=False, recompile_limit=64), dynamic=True)
+    compiled = torch.compile(model, backend=et.backend(dynamic=False, debug_dir=str(tmp_path)), dynamic=True)
     with torch.no_grad():
         for batch in (2, 3, 2):
             x = torch.randn(batch, 8)
             torch.testing.assert_close(compiled(x), model(x), **TOLERANCE)
+    builds = [line for line in (tmp_path / "estuary" / "debug.log").read_text().splitlines() if "built for" in line]
+    assert len(builds) == 2 and "{'s" in builds[0] and ": 2}" in builds[0] and ": 3}" in builds[1]
+    (first, second) = sorted((tmp_path / "estuary").glob("model__*/ir/*_translated.est"))
+    assert "f32[2,8]" in first.read_text() and "f32[3,8]" in second.read_text()
 
 
 def test_debug_dumps_under_torch_compile_debug(tmp_path, monkeypatch):
@@ -156,8 +160,10 @@ def test_debug_dumps_under_torch_compile_debug(tmp_path, monkeypatch):
     assert (model_dir / "dynamo_out_graph.txt").exists()
     assert [p.name for p in sorted((model_dir / "forward").iterdir())] == ["000_aot_forward_graph_received.txt"]
     ir = model_dir / "ir"
-    assert sorted(p.name for p in ir.glob("*.est")) == ["000_graph_0_translated.est", "001_graph_0_optimized.est"]
-    passes = {p.name for p in (ir / "graph_0_passes").iterdir()}  # the pipeline's, before and after each
+    (translated,) = ir.glob("000_graph_*_translated.est")
+    name = translated.name[len("000_"):-len("_translated.est")]  # graphs are numbered per process
+    assert (ir / f"001_{name}_optimized.est").exists()
+    passes = {p.name for p in (ir / f"{name}_passes").iterdir()}  # the pipeline's, before and after each
     assert {"001_before_infer_shapes.est", "001_after_infer_shapes.est", "002_before_canonicalize.est"} <= passes
     log = (runs[0] / "debug.log").read_text()
     assert "Gemm" in log and "passes that changed the IR:" in log

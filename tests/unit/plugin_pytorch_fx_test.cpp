@@ -15,7 +15,7 @@ const FxFrontend& frontend() {
   static FxFrontendSlot slot;
   static const bool loaded = [] {
     ExtensionPoints::global().provide(kFxFrontendExtension, &slot);
-    PluginLoader::global().load("pytorch_frontend");
+    PluginLoader::global().load("pytorch_fx");
     return true;
   }();
   (void)loaded;

@@ -111,11 +111,11 @@ class GraphEngineGraph:
         self.debug.log(f"{self.name}: built for {'symbolic sizes' if concrete is None else concrete}")
         return model
 
-    def _fall_back(self, reason):
+    def _fall_back(self, error):
         if self.config.effective_fallback == "error":
-            raise
-        warnings.warn(f"estuary: graph '{self.name}' runs eagerly in PyTorch: {reason}")
-        self.debug.log(f"{self.name}: eager: {reason}")
+            raise error
+        warnings.warn(f"estuary: graph '{self.name}' runs eagerly in PyTorch: {error}")
+        self.debug.log(f"{self.name}: eager: {error}")
         self.eager = True
 
     def __call__(self, *args):
@@ -142,7 +142,7 @@ class GraphEngineGraph:
                 try:
                     entry = self.models[signature] = (self._build(args, None if dynamic else bindings), {})
                 except EstuaryError as error:
-                    self._fall_back(str(error))
+                    self._fall_back(error)
                     return self.gm(*args)
                 self.frozen = pointers
             entry[1][shape_key] = entry[0].output_specs([list(s) for s in shapes])

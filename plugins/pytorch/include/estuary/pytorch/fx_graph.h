@@ -4,7 +4,7 @@
 // says; translating it into core IR is the frontend's work (plugins/pytorch).
 //
 // FX graphs live only in a Python process, so this frontend is not a file-based Frontend
-// (frontend/frontend.h). The plugin "pytorch_frontend" offers its FxFrontend through the
+// (frontend/frontend.h). The plugin "pytorch_fx" offers its FxFrontend through the
 // extension point kFxFrontendExtension: whoever needs it (the Python bindings) provides an
 // FxFrontendSlot under that name and loads the plugin, whose registration fills the slot.
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The plugin "pytorch_frontend": offers the FX frontend through kFxFrontendExtension.
+// The plugin "pytorch_fx": offers the FX frontend through kFxFrontendExtension.
 #include "estuary/frontend/frontend.h"
 #include "estuary/plugin/plugin.h"
 #include "fx_importer.h"
@@ -14,7 +14,7 @@ class AtenFxFrontend final : public FxFrontend {
   std::unique_ptr<Graph> translate(const FxGraph& graph) const override { return FxImporter(graph).import(); }
 };
 
-void registerPytorchFrontend(PluginRegistrar& registrar) {
+void registerPytorchFx(PluginRegistrar& registrar) {
   registrar.extend(kFxFrontendExtension, [](void* registry, const std::shared_ptr<const void>& keep_alive) {
     auto frontend = std::make_shared<const AtenFxFrontend>();
     // The frontend's code is this plugin's: holding the frontend keeps the plugin loaded.
@@ -27,5 +27,5 @@ void registerPytorchFrontend(PluginRegistrar& registrar) {
 }  // namespace
 }  // namespace estuary::pytorch
 
-ESTUARY_PLUGIN("pytorch_frontend", "1.0", "PyTorch FX graphs (torch.compile) into core IR",
-               estuary::pytorch::registerPytorchFrontend)
+ESTUARY_PLUGIN("pytorch_fx", "1.0", "PyTorch FX graphs (torch.compile) into core IR",
+               estuary::pytorch::registerPytorchFx)
