@@ -104,9 +104,8 @@ std::vector<int64_t> FxTranslation::intsArg(size_t position, std::string_view na
   return values;
 }
 
-Value* FxTranslation::sizeValue(const FxArg& size) const {
-  auto* self = const_cast<FxTranslation*>(this);
-  if (size.kind == FxArg::Kind::Int) return self->constantInts({size.int_value});
+Value* FxTranslation::sizeValue(const FxArg& size) {
+  if (size.kind == FxArg::Kind::Int) return constantInts({size.int_value});
   if (!size.isNode()) fail("a size must be an integer or a symbolic size");
   const FxNode& source = importer_.fx().nodes.at(size.node);
   if (source.kind == FxNode::Kind::SymInt) return importer_.symbolValue(source.sizes.at(0), node_);
@@ -114,39 +113,36 @@ Value* FxTranslation::sizeValue(const FxArg& size) const {
   if (value->dtype() != DType::I64 || !value->shape().isRanked() || value->shape().rank() > 1) {
     fail("size argument '", source.name, "' is ", value->type().str(), ", expected a symbolic size");
   }
-  if (value->shape().rank() == 0) {
-    return self->emitValue("Reshape", {value, self->constantInts({1})});
-  }
+  if (value->shape().rank() == 0) return emitValue("Reshape", {value, constantInts({1})});
   return value;
 }
 
-Value* FxTranslation::sizesArg(size_t position, std::string_view name) const {
-  const FxArg& found = requiredArg(position, name);
-  if (found.kind != FxArg::Kind::List) fail("argument '", name, "' must be a list of sizes");
-  auto* self = const_cast<FxTranslation*>(this);
-  std::vector<int64_t> ints;
-  bool all_ints = true;
-  for (const FxArg& item : found.list) {
-    if (item.kind == FxArg::Kind::Int) {
-      ints.push_back(item.int_value);
-    } else {
-      all_ints = false;
-    }
-  }
-  if (all_ints) return self->constantInts(ints);
-  std::vector<Value*> pieces;
-  for (const FxArg& item : found.list) pieces.push_back(sizeValue(item));
-  return self->emitValue("Concat", pieces, {{"axis", int64_t{0}}});
+Value* FxTranslation::sizesArg(size_t position, std::string_view name) {
+  const FxArg& sizes = requiredArg(position, name);
+  if (sizes.kind != FxArg::Kind::List) fail("argument '", name, "' must be a list of sizes");
+  return sizesValue(sizes);
 }
 
-Value* FxTranslation::tensorOrScalar(size_t position, std::string_view name, DType dtype) const {
+Value* FxTranslation::sizesValue(const FxArg& sizes) {
+  std::vector<int64_t> ints;
+  for (const FxArg& item : sizes.list) {
+    if (item.kind != FxArg::Kind::Int) {
+      std::vector<Value*> pieces;
+      for (const FxArg& size : sizes.list) pieces.push_back(sizeValue(size));
+      return emitValue("Concat", pieces, {{"axis", int64_t{0}}});
+    }
+    ints.push_back(item.int_value);
+  }
+  return constantInts(ints);
+}
+
+Value* FxTranslation::tensorOrScalar(size_t position, std::string_view name, DType dtype) {
   const FxArg& found = requiredArg(position, name);
-  auto* self = const_cast<FxTranslation*>(this);
   switch (found.kind) {
-    case FxArg::Kind::Node: return self->cast(valueOf(found), dtype);
-    case FxArg::Kind::Int: return self->scalar(dtype, static_cast<double>(found.int_value));
-    case FxArg::Kind::Float: return self->scalar(dtype, found.float_value);
-    case FxArg::Kind::Bool: return self->scalar(dtype, found.bool_value ? 1.0 : 0.0);
+    case FxArg::Kind::Node: return cast(valueOf(found), dtype);
+    case FxArg::Kind::Int: return scalar(dtype, static_cast<double>(found.int_value));
+    case FxArg::Kind::Float: return scalar(dtype, found.float_value);
+    case FxArg::Kind::Bool: return scalar(dtype, found.bool_value ? 1.0 : 0.0);
     default: fail("argument '", name, "' must be a tensor or a number");
   }
 }

@@ -27,6 +27,8 @@ class FxTranslation {
 
   // The argument at `position` or passed as keyword `name`; nullptr when absent or None.
   const FxArg* arg(size_t position, std::string_view name) const;
+  // The same, an error naming the argument when absent.
+  const FxArg& requiredArg(size_t position, std::string_view name) const;
   // A tensor argument (its first result); required unless optionalTensor() is used.
   Value* tensor(size_t position, std::string_view name) const;
   Value* optionalTensor(size_t position, std::string_view name) const;
@@ -42,11 +44,12 @@ class FxTranslation {
                                std::optional<std::vector<int64_t>> fallback = {}) const;
   // A list of sizes whose entries are integers or symbolic sizes (SymInt nodes): a 1-D i64
   // value, a constant when every entry is an integer.
-  Value* sizesArg(size_t position, std::string_view name) const;
+  Value* sizesArg(size_t position, std::string_view name);
+  Value* sizesValue(const FxArg& sizes);
   // A size (integer or SymInt node) as a 1-element i64 value.
-  Value* sizeValue(const FxArg& size) const;
+  Value* sizeValue(const FxArg& size);
   // A tensor argument, or a Python number as a scalar constant of `dtype`.
-  Value* tensorOrScalar(size_t position, std::string_view name, DType dtype) const;
+  Value* tensorOrScalar(size_t position, std::string_view name, DType dtype);
 
   // The dtype of result i as the FX node's fake value says.
   DType resultDType(size_t i = 0) const;
@@ -77,7 +80,6 @@ class FxTranslation {
 
  private:
   [[noreturn]] void failWith(const std::string& message) const;
-  const FxArg& requiredArg(size_t position, std::string_view name) const;
 
   FxImporter& importer_;
   const FxNode& node_;

@@ -16,15 +16,15 @@ using Results = std::vector<Value*>;
 // --- Element-wise ----------------------------------------------------------------------
 
 // Both operands in the result's dtype (PyTorch's type promotion, as the fake value records
-// it; a Python number becomes a scalar of that dtype).
+// it; a Python number becomes a scalar of that dtype). `alpha` scales the second operand of
+// the IR op: other for add/sub, self for rsub (other - alpha * self).
 Results binary(FxTranslation& t, std::string_view op, bool swap = false) {
   DType dtype = t.resultDType();
   Value* a = t.tensorOrScalar(0, "self", dtype);
   Value* b = t.tensorOrScalar(1, "other", dtype);
-  if (t.floatArg(2, "alpha", 1.0) != 1.0) {
-    b = t.emitValue("Mul", {b, t.scalar(dtype, t.floatArg(2, "alpha"))});
-  }
-  return {swap ? t.emitValue(op, {b, a}) : t.emitValue(op, {a, b})};
+  if (swap) std::swap(a, b);
+  if (double alpha = t.floatArg(2, "alpha", 1.0); alpha != 1.0) b = t.emitValue("Mul", {b, t.scalar(dtype, alpha)});
+  return {t.emitValue(op, {a, b})};
 }
 Results add(FxTranslation& t) { return binary(t, "Add"); }
 Results sub(FxTranslation& t) { return binary(t, "Sub"); }
@@ -210,26 +210,14 @@ Results permute(FxTranslation& t) {
 }
 Results expand(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
-  const FxArg* sizes = t.arg(1, "size");
+  FxArg sizes = t.requiredArg(1, "size");
   // -1 keeps the dim: Expand's broadcasting of a 1 does the same.
-  FxArg adjusted = sizes ? *sizes : FxArg{};
-  for (FxArg& size : adjusted.list) {
+  for (FxArg& size : sizes.list) {
     if (size.kind == FxArg::Kind::Int && size.int_value == -1) size.int_value = 1;
   }
-  std::vector<Value*> pieces;
-  bool all_ints = std::all_of(adjusted.list.begin(), adjusted.list.end(),
-                              [](const FxArg& a) { return a.kind == FxArg::Kind::Int; });
-  Value* shape;
-  if (all_ints) {
-    std::vector<int64_t> ints;
-    for (const FxArg& size : adjusted.list) ints.push_back(size.int_value);
-    shape = t.constantInts(ints);
-  } else {
-    for (const FxArg& size : adjusted.list) pieces.push_back(t.sizeValue(size));
-    shape = t.emitValue("Concat", pieces, {{"axis", int64_t{0}}});
-  }
-  return {t.emitValue("Expand", {x, shape})};
+  return {t.emitValue("Expand", {x, t.sizesValue(sizes)})};
 }
+
 Results unsqueeze(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
   int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(x) + 1);
@@ -258,7 +246,7 @@ Results slice(FxTranslation& t) {
 Results select(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
   int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(x));
-  Value* index = t.emitValue("Reshape", {t.sizeValue(*t.arg(2, "index")), t.constantInts({})});
+  Value* index = t.emitValue("Reshape", {t.sizeValue(t.requiredArg(2, "index")), t.constantInts({})});
   return {t.emitValue("Gather", {x, index}, {{"axis", dim}})};
 }
 Results cat(FxTranslation& t) {
@@ -354,9 +342,8 @@ Results arange(FxTranslation& t) {
 // --- Python-level nodes: tuple access and symbolic size arithmetic ------------------------
 
 Results getitem(FxTranslation& t) {
-  const FxArg* source = t.arg(0, "a");
   int64_t i = t.intArg(1, "b");
-  const std::vector<Value*>& results = t.resultsOf(*source);
+  const std::vector<Value*>& results = t.resultsOf(t.requiredArg(0, "a"));
   if (i < 0 || i >= static_cast<int64_t>(results.size())) {
     t.fail("result ", i, " of its source is not translated (only the first ", results.size(), " are)");
   }
@@ -368,7 +355,7 @@ Results symSize(FxTranslation& t) {
   return {t.emitValue("Shape", {x}, {{"start", dim}, {"end", dim + 1}})};
 }
 Results symArithmetic(FxTranslation& t, std::string_view op) {
-  return {t.emitValue(op, {t.sizeValue(*t.arg(0, "a")), t.sizeValue(*t.arg(1, "b"))})};
+  return {t.emitValue(op, {t.sizeValue(t.requiredArg(0, "a")), t.sizeValue(t.requiredArg(1, "b"))})};
 }
 Results symMul(FxTranslation& t) { return symArithmetic(t, "Mul"); }
 Results symAdd(FxTranslation& t) { return symArithmetic(t, "Add"); }
