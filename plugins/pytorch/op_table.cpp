@@ -293,18 +293,54 @@ Results index(FxTranslation& t) {
   if (!gathered) t.fail("no index tensor given");
   return {gathered};
 }
+// Writes `source` into `self` at positions `index` (1-D, i64) along `dim`: the index
+// broadcast over the source's other dims, for ScatterElements.
+Value* scatterAlong(FxTranslation& t, Value* self, int64_t dim, Value* index, Value* source) {
+  std::vector<int64_t> index_shape(t.rankOf(self), 1);
+  index_shape[dim] = -1;
+  Value* indices = t.emitValue("Reshape", {index, t.constantInts(index_shape)});
+  indices = t.emitValue("Expand", {indices, t.emitValue("Shape", {source})});
+  return t.emitValue("ScatterElements", {self, indices, source}, {{"axis", dim}});
+}
+// A position along `dim` of `self` as a 0-D i64 value; negative integers count from the end.
+Value* positionAlong(FxTranslation& t, Value* self, int64_t dim, const FxArg& position) {
+  if (position.kind == FxArg::Kind::Int && position.int_value < 0) {
+    const Dim& size = self->shape()[dim];
+    if (!size.isStatic()) t.fail("a negative position along dim ", dim, " of symbolic size ", size.str(), " is not translated");
+    FxArg wrapped = position;
+    wrapped.int_value += size.value();
+    return t.emitValue("Reshape", {t.sizeValue(wrapped), t.constantInts({})});
+  }
+  return t.emitValue("Reshape", {t.sizeValue(position), t.constantInts({})});
+}
 Results indexCopy(FxTranslation& t) {
   Value* self = t.tensor(0, "self");
-  size_t rank = t.rankOf(self);
-  int64_t dim = t.axis(t.intArg(1, "dim"), rank);
-  Value* source = t.tensor(3, "source");
-  // ScatterElements wants one index per updated element: the index along `dim`,
-  // broadcast over the source's other dims.
-  std::vector<int64_t> index_shape(rank, 1);
-  index_shape[dim] = -1;
-  Value* index = t.emitValue("Reshape", {t.tensor(2, "index"), t.constantInts(index_shape)});
-  index = t.emitValue("Expand", {index, t.emitValue("Shape", {source})});
-  return {t.emitValue("ScatterElements", {self, index, source}, {{"axis", dim}})};
+  int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(self));
+  return {scatterAlong(t, self, dim, t.tensor(2, "index"), t.tensor(3, "source"))};
+}
+Results selectScatter(FxTranslation& t) {
+  // self[..., index, ...] = src along dim (src lacks that dim).
+  Value* self = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(2, "dim"), t.rankOf(self));
+  Value* source = t.emitValue("Unsqueeze", {t.cast(t.tensor(1, "src"), self->dtype()), t.constantInts({dim})});
+  Value* index = t.emitValue("Reshape", {positionAlong(t, self, dim, t.requiredArg(3, "index")), t.constantInts({1})});
+  return {scatterAlong(t, self, dim, index, source)};
+}
+Results sliceScatter(FxTranslation& t) {
+  // self[..., start:end:step, ...] = src along dim.
+  Value* self = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(2, "dim", 0), t.rankOf(self));
+  Value* source = t.cast(t.tensor(1, "src"), self->dtype());
+  const FxArg* start = t.arg(3, "start");
+  Value* from = start ? positionAlong(t, self, dim, *start) : t.scalar(DType::I64, 0);
+  // The end does not matter beyond the source's extent: the positions are start + k * step
+  // for each of the source's elements along dim.
+  Value* count = t.emitValue("Reshape", {t.emitValue("Shape", {source}, {{"start", dim}, {"end", dim + 1}}),
+                                         t.constantInts({})});
+  Value* step = t.scalar(DType::I64, static_cast<double>(t.intArg(5, "step", 1)));
+  Value* index = t.emitValue("Range", {t.scalar(DType::I64, 0), count, t.scalar(DType::I64, 1)});
+  index = t.emitValue("Add", {t.emitValue("Mul", {index, step}), from});
+  return {scatterAlong(t, self, dim, index, source)};
 }
 Results copyInto(FxTranslation& t) {
   // aten.copy: the source broadcast to self's shape, in self's dtype.
@@ -390,6 +426,7 @@ const std::map<std::string, FxOpTranslator, std::less<>>& table() {
       {"aten.squeeze.dims", squeezeDims}, {"aten.slice.Tensor", slice}, {"aten.select.int", select},
       {"aten.cat.default", cat}, {"aten.split.Tensor", split}, {"aten.split_with_sizes.default", split},
       {"aten.embedding.default", embedding}, {"aten.index.Tensor", index}, {"aten.index_copy.default", indexCopy},
+      {"aten.select_scatter.default", selectScatter}, {"aten.slice_scatter.default", sliceScatter},
       {"aten.copy.default", copyInto}, {"aten.copy_.default", copyInPlace},
       {"aten.arange.default", arange}, {"aten.arange.start", arange}, {"aten.arange.start_step", arange},
       {"operator.getitem", getitem}, {"aten.sym_size.int", symSize},

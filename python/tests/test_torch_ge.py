@@ -167,3 +167,31 @@ def test_debug_dumps_under_torch_compile_debug(tmp_path, monkeypatch):
     assert {"001_before_infer_shapes.est", "001_after_infer_shapes.est", "002_before_canonicalize.est"} <= passes
     log = (runs[0] / "debug.log").read_text()
     assert "Gemm" in log and "passes that changed the IR:" in log
+
+
+class SlotCache(torch.nn.Module):
+    """Writes into a buffer by indexing: select_scatter and slice_scatter after functionalization."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(2, 8, 4))
+
+    def forward(self, k, block):
+        self.cache[:, 3] = k
+        self.cache[:, 4:6] = block
+        self.cache[:, -1] = k * 2.0
+        return self.cache.sum(1)
+
+
+def test_indexed_writes_into_a_buffer_update_it_in_place(tmp_path):
+    eager, model = SlotCache(), SlotCache()
+    compiled = torch.compile(model, backend=et.backend(debug_dir=str(tmp_path)))
+    address = model.cache.data_ptr()
+    with torch.no_grad():
+        for _ in range(2):
+            k, block = torch.randn(2, 4), torch.randn(2, 2, 4)
+            torch.testing.assert_close(compiled(k, block), eager(k, block), **TOLERANCE)
+            torch.testing.assert_close(model.cache, eager.cache, **TOLERANCE)
+    assert model.cache.data_ptr() == address
+    (translated,) = (tmp_path / "estuary").glob("model__*/ir/*_translated.est")
+    assert "mutable" in translated.read_text() and "ScatterElements" in translated.read_text()
