@@ -40,7 +40,7 @@ def test_input_inplace_pass_restores_the_kv_cache_updates(tmp_path):
     graph, log = run_llama(tmp_path)
     assert graph.count("torch.ops.aten.index_copy_.default") == 2
     assert "torch.ops.aten.copy_.default" not in graph
-    assert "input_inplace_pass: 2 copy_ pair(s) restored" in log
+    assert "input_inplace_pass: 2 functional update(s) restored to in-place ops" in log
 
 
 def test_without_input_inplace_pass_the_copy_pairs_stay(tmp_path):
@@ -88,3 +88,19 @@ def test_dynamic_batch_and_sequence_sizes_compile_once():
             mask[:, -2:] = 0.0
             torch.testing.assert_close(compiled(ids, mask), model(ids, mask), **TOLERANCE)
     assert len(graphs) == 1
+
+
+def test_input_inplace_pass_turns_indexed_buffer_writes_into_view_copies(tmp_path):
+    from test_torch_ge import SlotCache
+
+    eager, model = SlotCache(), SlotCache()
+    compiled = torch.compile(model, backend=et.backend(mode="fx", debug_dir=str(tmp_path)))
+    with torch.no_grad():
+        for _ in range(2):
+            k, block = torch.randn(2, 4), torch.randn(2, 2, 4)
+            torch.testing.assert_close(compiled(k, block), eager(k, block), **TOLERANCE)
+            torch.testing.assert_close(model.cache, eager.cache, **TOLERANCE)
+    graph = returned_graph(tmp_path)
+    assert "scatter" not in graph
+    assert graph.count("torch.ops.aten.copy_.default(select") == 2
+    assert graph.count("torch.ops.aten.copy_.default(slice") == 1

@@ -10,6 +10,7 @@ Passes, in npugraph_ex's order, each switchable in CompilerConfig:
 Each pass's graph is dumped when dumps are on, with a log of what it changed.
 """
 import torch
+from torch.fx.operator_schemas import normalize_function
 from torch.fx.passes.reinplace import _maybe_get_inplace_op, reinplace
 
 from . import patterns
@@ -55,33 +56,68 @@ def _reads_after(value, position, order, ignore):
     return False
 
 
+_aten = torch.ops.aten
+# Functional writes into part of a tensor, and the view they write through.
+_SCATTER_VIEWS = {
+    _aten.select_scatter.default: lambda a: (_aten.select.int, (a["dim"], a["index"])),
+    _aten.slice_scatter.default: lambda a: (_aten.slice.Tensor, (a.get("dim", 0), a.get("start"), a.get("end"),
+                                                                 a.get("step", 1))),
+}
+
+
+def _updates_first_argument(node):
+    return (isinstance(node, torch.fx.Node) and node.op == "call_function" and bool(node.args)
+            and isinstance(node.args[0], torch.fx.Node)
+            and (node.target in _SCATTER_VIEWS or _maybe_get_inplace_op(node.target) is not None))
+
+
+def _write_in_place(graph, link, destination):
+    """Emits, before `link`, the in-place form of `link` applied to `destination`."""
+    with graph.inserting_before(link):
+        if link.target in _SCATTER_VIEWS:
+            arguments = normalize_function(link.target, link.args, link.kwargs, normalize_to_only_use_kwargs=True).kwargs
+            view_op, view_args = _SCATTER_VIEWS[link.target](arguments)
+            view = graph.call_function(view_op, (destination, *view_args))
+            return graph.call_function(_COPY_, (view, arguments["src"]))
+        updated = graph.call_function(_maybe_get_inplace_op(link.target), (destination, *link.args[1:]), link.kwargs)
+        updated.meta = dict(link.meta)
+        return updated
+
+
 def input_inplace_pass(gm):
     graph = gm.graph
     order = {node: i for i, node in enumerate(graph.nodes)}
     restored = []
     for copy in [n for n in graph.nodes if n.op == "call_function" and n.target is _COPY_]:
         destination, source = copy.args[0], copy.args[1]
-        if destination.op != "placeholder" or not isinstance(source, torch.fx.Node) or source.op != "call_function":
+        if destination.op != "placeholder":
             continue
-        if not source.args or source.args[0] is not destination:
+        # The functional updates from the input to the copied value: op(input), then each
+        # next op taking the previous result as its first argument (cache[:, 3] = k;
+        # cache[:, 4:6] = b is a select_scatter then a slice_scatter).
+        chain, node = [], source
+        while node is not destination and _updates_first_argument(node):
+            chain.append(node)
+            node = node.args[0]
+        if node is not destination or not chain:
             continue
-        in_place = _maybe_get_inplace_op(source.target)
-        if in_place is None:
+        chain.reverse()
+        if any(len(link.users) != 1 for link in chain[:-1]):
+            continue  # an intermediate value is read elsewhere: it must stay a value of its own
+        # The input's old value must not be read once the first in-place write happened.
+        if _reads_after(destination, order[chain[0]] + 1, order, ignore={chain[0], copy}):
             continue
-        # The input's old value must not be read once the in-place op has written it.
-        if _reads_after(destination, order[source] + 1, order, ignore={source, copy}):
-            continue
-        with graph.inserting_before(source):
-            updated = graph.call_function(in_place, source.args, source.kwargs)
-        updated.meta = dict(source.meta)
-        source.replace_all_uses_with(updated)
         graph.erase_node(copy)
-        graph.erase_node(source)
-        restored.append(f"{source.name} -> {in_place}")
+        for link in chain:
+            written = _write_in_place(graph, link, destination)
+            link.replace_all_uses_with(destination)
+            graph.erase_node(link)
+            restored.append(f"{link.name} -> {written.target}")
     if restored:
         graph.lint()
         gm.recompile()
-    return f"{len(restored)} copy_ pair(s) restored to in-place ops" + (f": {', '.join(restored)}" if restored else "")
+    return f"{len(restored)} functional update(s) restored to in-place ops" + (
+        f": {', '.join(restored)}" if restored else "")
 
 
 PASSES = [("pattern_fusion_pass", pattern_fusion_pass), ("inplace_pass", inplace_pass),
