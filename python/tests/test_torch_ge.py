@@ -136,6 +136,18 @@ def test_recompile_limit_then_eager_with_a_warning():
     assert len(messages) == 1 and "runs eagerly from now on" in messages[0]
 
 
+def test_graphs_needing_gradients_run_in_pytorch_with_a_warning():
+    eager = torch.nn.Linear(4, 4)
+    model = torch.nn.Linear(4, 4)
+    model.load_state_dict(eager.state_dict())
+    x = torch.randn(2, 4)
+    with pytest.warns(UserWarning, match="needs gradients and runs in PyTorch") as caught:
+        torch.compile(model, backend=et.backend())(x).sum().backward()
+    assert len([w for w in caught if "estuary" in str(w.message)]) == 1
+    eager(x).sum().backward()
+    torch.testing.assert_close(model.weight.grad, eager.weight.grad)
+
+
 def test_static_dims_build_one_graph_per_size(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()).eval()
     compiled = torch.compile(model, backend=et.backend(dynamic=False, debug_dir=str(tmp_path)), dynamic=True)

@@ -54,11 +54,14 @@ def _compile(gm, example_inputs, *, config, compile_inference):
         compiled = compile_inference(aot_gm, _static_inputs(), config, name, debug)
         return make_boxed_func(compiled)
 
-    def training_compiler(aot_gm, fake_inputs):
-        warnings.warn("estuary: graphs that need gradients run in PyTorch; compile under torch.no_grad() "
-                      "or torch.inference_mode() for Estuary to run them")
+    def forward_compiler(aot_gm, fake_inputs):
+        warnings.warn(f"estuary: graph '{name}' needs gradients and runs in PyTorch; compile under "
+                      "torch.no_grad() or torch.inference_mode() for Estuary to run it")
         return make_boxed_func(aot_gm.forward)
 
-    return aot_autograd(fw_compiler=training_compiler, bw_compiler=training_compiler,
+    def backward_compiler(aot_gm, fake_inputs):
+        return make_boxed_func(aot_gm.forward)
+
+    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler,
                         inference_compiler=inference_compiler,
                         keep_inference_input_mutations=True)(gm, example_inputs)
