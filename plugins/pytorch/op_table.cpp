@@ -120,6 +120,19 @@ Results layerNorm(FxTranslation& t) {
                       {{"axis", -static_cast<int64_t>(normalized.size())}, {"epsilon", t.floatArg(4, "eps")}})};
 }
 
+// Estuary's fused ops as PyTorch sees them (python/estuary/torch/ops.py), for user
+// replacements: into core ops that the pipeline fuses (fuse_add_rms_norm).
+Results rmsNorm(FxTranslation& t) {
+  return {t.emitValue("RMSNormalization", {t.tensor(0, "x"), t.tensor(1, "gamma")},
+                      {{"axis", int64_t{-1}}, {"epsilon", t.floatArg(2, "eps")}})};
+}
+Results addRmsNorm(FxTranslation& t) {
+  Value* sum = t.emitValue("Add", {t.tensor(0, "x1"), t.tensor(1, "x2")});
+  Value* y = t.emitValue("RMSNormalization", {sum, t.tensor(2, "gamma")},
+                         {{"axis", int64_t{-1}}, {"epsilon", t.floatArg(3, "eps")}});
+  return {y, sum};
+}
+
 // --- Convolution, pooling, matrix products ----------------------------------------------
 
 std::vector<int64_t> twice(const std::vector<int64_t>& pads) {
@@ -415,7 +428,8 @@ const std::map<std::string, FxOpTranslator, std::less<>>& table() {
       {"aten.mean.dim", mean}, {"aten.sum.dim_IntList", sum}, {"aten.amax.default", amax},
       {"aten._softmax.default", softmax}, {"aten.softmax.int", softmax},
       {"aten._native_batch_norm_legit_no_training.default", batchNormNoTraining},
-      {"aten.native_layer_norm.default", layerNorm},
+      {"aten.native_layer_norm.default", layerNorm}, {"estuary.rms_norm.default", rmsNorm},
+      {"estuary.add_rms_norm.default", addRmsNorm},
       {"aten.convolution.default", convolution}, {"aten.max_pool2d_with_indices.default", maxPool},
       {"aten.max_pool2d.default", maxPool}, {"aten.addmm.default", addmm}, {"aten.mm.default", matmul},
       {"aten.bmm.default", matmul},

@@ -132,3 +132,24 @@ def test_replacement_applies_in_graph_engine_mode(tmp_path):
     log = (tmp_path / "estuary" / "debug.log").read_text()
     assert "user patterns: 1 replacement(s)" in log
     assert "PyTorch runs ['estuary_test.add_rms_norm.default']" in log
+
+
+def test_replacement_with_an_estuary_op_is_translated_and_fused_in_graph_engine_mode(tmp_path):
+    def replace(x1, x2, gamma):
+        y, s = torch.ops.estuary.add_rms_norm(x1, x2, gamma, 1e-6)
+        return y, s
+
+    example = [torch.empty(1, 1, 8), torch.empty(1, 1, 8), torch.empty(8)]
+    assert et.register_replacement(search_add_rms_norm, replace, example)
+    model = AddNorm(64).eval()
+    inputs = (torch.randn(3, 5, 64), torch.randn(3, 5, 64))
+    with torch.no_grad():
+        compiled = torch.compile(model, backend=et.backend(debug_dir=str(tmp_path)))
+        torch.testing.assert_close(compiled(*inputs), model(*inputs), **TOLERANCE)
+    log = (tmp_path / "estuary" / "debug.log").read_text()
+    assert "user patterns: 1 replacement(s)" in log and "partitioned" not in log and "eager" not in log
+    (optimized,) = (tmp_path / "estuary").glob("model__*/ir/*_optimized.est")
+    assert "estuary::AddRMSNorm(" in optimized.read_text()
+    torch._dynamo.reset()
+    graph = run(model, inputs, tmp_path / "fx", mode="fx")  # PyTorch runs the op's implementation
+    assert "torch.ops.estuary.add_rms_norm.default" in graph

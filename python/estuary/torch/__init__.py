@@ -8,6 +8,7 @@ pipeline and runs it on the GE backend; ops Estuary lacks run in PyTorch. FX mod
 optimizes the FX graph in place (npugraph_ex's passes) for PyTorch's kernels to run.
 register_replacement adds user fusions to both.
 """
+from . import ops  # noqa: F401  (registers torch.ops.estuary.*)
 from .backend import backend
 from .config import CompilerConfig
 from .patterns import clear_replacements, fwd_only, joint_fwd_bwd, register_replacement
