@@ -17,6 +17,7 @@
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
 #include "estuary/transforms/input_shapes.h"
+#include "torch_bindings.h"
 
 namespace py = pybind11;
 
@@ -299,4 +300,5 @@ PYBIND11_MODULE(_estuary, m) {
         result["kernels"] = report.kernels;
         return result;
       });
+  estuary::python::registerTorchBindings(m);
 }

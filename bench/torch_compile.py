@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""torch.compile backends side by side: eager PyTorch, inductor, Estuary's graph-engine mode
+and Estuary's FX mode, on ResNet-18, MobileNetV2, a BERT-like encoder and a LLaMA-style
+decoder block (random weights, batch 1). Prints a Markdown table: batch-1 latency (median)
+and compile time (the first call minus a steady-state call) for each.
+
+    PYTHONPATH=build/python OMP_WAIT_POLICY=passive python bench/torch_compile.py --threads 2
+
+Figures, not a test: the machine is shared and noisy.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "tests"))
+import estuary.torch as et  # noqa: E402
+from torch_models import BertEncoder, LlamaBlock, import_torchvision  # noqa: E402
+
+
+def models():
+    torchvision = import_torchvision()
+    ids = torch.randint(0, 100, (1, 32))
+    yield "ResNet-18 (1x3x224x224)", torchvision.models.resnet18(), (torch.randn(1, 3, 224, 224),)
+    yield "MobileNetV2 (1x3x224x224)", torchvision.models.mobilenet_v2(), (torch.randn(1, 3, 224, 224),)
+    yield "BERT-like, 2 layers (1x32)", BertEncoder(), (ids, torch.ones(1, 32))
+    yield "LLaMA-style block (1x32x64)", LlamaBlock(batch=1, max_seq=64), (torch.randn(1, 32, 64), torch.tensor(0))
+
+
+def measure(fn, inputs, repeats):
+    start = time.perf_counter()
+    fn(*inputs)
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(*inputs)
+        times.append(time.perf_counter() - start)
+    latency = statistics.median(times)
+    return latency, max(first - latency, 0.0)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--skip-inductor", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    backends = [("eager", None)]
+    if not args.skip_inductor:
+        backends.append(("inductor", "inductor"))
+    backends += [("estuary ge", et.backend(threads=args.threads)), ("estuary fx", et.backend(mode="fx"))]
+    print(f"torch {torch.__version__}, {args.threads} threads, median of {args.repeats} runs\n")
+    print("| model | " + " | ".join(f"{name} latency (ms)" for name, _ in backends)
+          + " | " + " | ".join(f"{name} compile (s)" for name, _ in backends[1:]) + " | ge vs eager | ge vs inductor |")
+    print("|---" * (2 * len(backends) + 2) + "|")
+    for title, model, inputs in models():
+        model.eval()
+        latencies, compiles = {}, {}
+        with torch.no_grad():
+            for name, backend in backends:
+                torch._dynamo.reset()
+                fn = model if backend is None else torch.compile(model, backend=backend)
+                latencies[name], compiles[name] = measure(fn, inputs, args.repeats)
+                print(f"  {title}: {name} {latencies[name] * 1e3:.2f} ms, compile {compiles[name]:.2f} s",
+                      file=sys.stderr)
+        ge = latencies["estuary ge"]
+        row = [title] + [f"{latencies[n] * 1e3:.2f}" for n, _ in backends] + [f"{compiles[n]:.2f}" for n, _ in backends[1:]]
+        row.append(f"{latencies['eager'] / ge:.2f}x")
+        row.append(f"{latencies['inductor'] / ge:.2f}x" if "inductor" in latencies else "-")
+        print("| " + " | ".join(row) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

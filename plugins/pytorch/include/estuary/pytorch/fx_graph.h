@@ -1,0 +1,88 @@
+#pragma once
+// The PyTorch frontend's input: an FX graph (ATen level, after AOT functionalization) as
+// Python hands it over. Python only walks the FX objects and writes down what each node
+// says; translating it into core IR is the frontend's work (plugins/pytorch).
+//
+// FX graphs live only in a Python process, so this frontend is not a file-based Frontend
+// (frontend/frontend.h). The plugin "pytorch_fx" offers its FxFrontend through the
+// extension point kFxFrontendExtension: whoever needs it (the Python bindings) provides an
+// FxFrontendSlot under that name and loads the plugin, whose registration fills the slot.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "estuary/ir/dtype.h"
+#include "estuary/ir/graph.h"
+#include "estuary/ir/tensor.h"
+
+namespace estuary::pytorch {
+
+// One argument of an FX node, as in node.args/node.kwargs: another node, a Python constant
+// or a list of those. torch.dtype and other enum-like objects arrive as strings.
+struct FxArg {
+  enum class Kind { None, Node, Int, Float, Bool, String, List };
+  Kind kind = Kind::None;
+  size_t node = 0;  // Kind::Node: index into FxGraph::nodes
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  bool bool_value = false;
+  std::string string_value;
+  std::vector<FxArg> list;
+
+  bool isNone() const { return kind == Kind::None; }
+  bool isNode() const { return kind == Kind::Node; }
+};
+
+struct FxNode {
+  enum class Kind {
+    Input,   // a tensor the graph takes at run time
+    Weight,  // a parameter or buffer: a constant of the graph, wrapping its memory
+    SymInt,  // a symbolic size; its value is implied by the tensor inputs' shapes
+    Call,    // call_function
+  };
+  Kind kind = Kind::Call;
+  std::string name;  // the FX node name
+  // Input and Weight: the tensor's dtype and sizes; a size is "3", or a symbol expression
+  // ("s27", "2*s27") for dynamic dims. SymInt: sizes holds the one expression it stands for.
+  DType dtype = DType::Undefined;
+  std::vector<std::string> sizes;
+  Tensor weight;  // Kind::Weight
+  // Call: the target as str(node.target) prints it ("aten.convolution.default",
+  // "operator.getitem"), its positional arguments and keyword arguments, and the dtypes of
+  // the tensors it returns (from the node's fake value), in order.
+  std::string target;
+  std::vector<FxArg> args;
+  std::vector<std::pair<std::string, FxArg>> kwargs;
+  std::vector<DType> result_dtypes;
+};
+
+struct FxGraph {
+  std::string name;
+  std::vector<FxNode> nodes;  // in FX order: placeholders first
+  std::vector<FxArg> outputs; // node references
+};
+
+class FxFrontend {
+ public:
+  virtual ~FxFrontend() = default;
+  // Whether a call_function target (str(node.target)) has a translation.
+  virtual bool supports(std::string_view target) const = 0;
+  // The targets with a translation, sorted.
+  virtual std::vector<std::string> targets() const = 0;
+  // Translates the graph into core IR: Input nodes become graph inputs in order, Weight
+  // nodes constants sharing the tensors' memory, `aten.copy_` into an input a mutable-input
+  // update. Raises UnsupportedOpsError listing every target without a translation, and an
+  // Error naming the FX node for anything else it cannot translate.
+  virtual std::unique_ptr<Graph> translate(const FxGraph& graph) const = 0;
+};
+
+// The extension point's name and the registry type it provides.
+inline constexpr const char* kFxFrontendExtension = "pytorch.fx_frontend";
+struct FxFrontendSlot {
+  std::shared_ptr<const FxFrontend> frontend;  // keeps the plugin loaded while alive
+};
+
+}  // namespace estuary::pytorch

@@ -1,0 +1,466 @@
+// One translator per ATen op (the overloads aot_autograd leaves in inference graphs), into
+// Estuary's ONNX-semantics core ops. Arguments are read by schema position and name, with
+// the schema's defaults, since FX drops trailing defaults.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "fx_translation.h"
+
+namespace estuary::pytorch {
+namespace {
+
+using Results = std::vector<Value*>;
+
+// --- Element-wise ----------------------------------------------------------------------
+
+// Both operands in the result's dtype (PyTorch's type promotion, as the fake value records
+// it; a Python number becomes a scalar of that dtype). `alpha` scales the second operand of
+// the IR op: other for add/sub, self for rsub (other - alpha * self).
+Results binary(FxTranslation& t, std::string_view op, bool swap = false) {
+  DType dtype = t.resultDType();
+  Value* a = t.tensorOrScalar(0, "self", dtype);
+  Value* b = t.tensorOrScalar(1, "other", dtype);
+  if (swap) std::swap(a, b);
+  if (double alpha = t.floatArg(2, "alpha", 1.0); alpha != 1.0) b = t.emitValue("Mul", {b, t.scalar(dtype, alpha)});
+  return {t.emitValue(op, {a, b})};
+}
+Results add(FxTranslation& t) { return binary(t, "Add"); }
+Results sub(FxTranslation& t) { return binary(t, "Sub"); }
+Results rsub(FxTranslation& t) { return binary(t, "Sub", true); }
+Results mul(FxTranslation& t) { return binary(t, "Mul"); }
+Results div(FxTranslation& t) {
+  if (t.arg(2, "rounding_mode")) t.fail("rounding_mode is not translated");
+  return binary(t, "Div");
+}
+
+template <const char* Op>
+Results unary(FxTranslation& t) {
+  return {t.emitValue(Op, {t.tensor(0, "self")})};
+}
+constexpr char kRelu[] = "Relu", kNeg[] = "Neg", kExp[] = "Exp", kLog[] = "Log", kSqrt[] = "Sqrt",
+               kTanh[] = "Tanh", kSigmoid[] = "Sigmoid", kAbs[] = "Abs", kErf[] = "Erf", kSin[] = "Sin",
+               kCos[] = "Cos", kIdentity[] = "Identity", kReciprocal[] = "Reciprocal";
+
+Results rsqrt(FxTranslation& t) {
+  return {t.emitValue("Reciprocal", {t.emitValue("Sqrt", {t.tensor(0, "self")})})};
+}
+Results silu(FxTranslation& t) { return {t.emitValue("Swish", {t.tensor(0, "self")}, {{"alpha", 1.0}})}; }
+Results gelu(FxTranslation& t) {
+  std::string approximate = t.stringArg(1, "approximate", "none");
+  return {t.emitValue("Gelu", {t.tensor(0, "self")}, {{"approximate", approximate}})};
+}
+Results hardtanh(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  return {t.emitValue("Clip", {x, t.scalar(x->dtype(), t.floatArg(1, "min_val", -1.0)),
+                                t.scalar(x->dtype(), t.floatArg(2, "max_val", 1.0))})};
+}
+Results powScalar(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  double exponent = t.floatArg(1, "exponent");
+  if (exponent == 2.0) return {t.emitValue("Mul", {x, x})};
+  return {t.emitValue("Pow", {x, t.scalar(x->dtype(), exponent)})};
+}
+Results convertElementType(FxTranslation& t) { return {t.cast(t.tensor(0, "a"), t.resultDType())}; }
+Results toCopy(FxTranslation& t) { return {t.cast(t.tensor(0, "self"), t.resultDType())}; }
+Results where(FxTranslation& t) {
+  DType dtype = t.resultDType();
+  return {t.emitValue("Where", {t.cast(t.tensor(0, "condition"), DType::Bool), t.tensorOrScalar(1, "self", dtype),
+                                t.tensorOrScalar(2, "other", dtype)})};
+}
+Results maskedFill(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  return {t.emitValue("Where", {t.cast(t.tensor(1, "mask"), DType::Bool), t.tensorOrScalar(2, "value", x->dtype()), x})};
+}
+
+// --- Reductions, normalization, softmax -------------------------------------------------
+
+std::vector<int64_t> axesOf(FxTranslation& t, Value* x, size_t position) {
+  std::vector<int64_t> dims = t.intsArg(position, "dim", std::vector<int64_t>{});
+  for (int64_t& dim : dims) dim = t.axis(dim, t.rankOf(x));
+  return dims;
+}
+Results reduce(FxTranslation& t, std::string_view op) {
+  Value* x = t.tensor(0, "self");
+  std::vector<int64_t> axes = axesOf(t, x, 1);
+  bool keepdim = t.boolArg(2, "keepdim", false);
+  std::vector<Value*> inputs = {x};
+  if (!axes.empty()) inputs.push_back(t.constantInts(axes));
+  Value* reduced = t.emitValue(op, inputs, {{"keepdims", int64_t{keepdim}}});
+  return {t.cast(reduced, t.resultDType())};
+}
+Results mean(FxTranslation& t) { return reduce(t, "ReduceMean"); }
+Results sum(FxTranslation& t) { return reduce(t, "ReduceSum"); }
+Results amax(FxTranslation& t) { return reduce(t, "ReduceMax"); }
+
+Results softmax(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  return {t.emitValue("Softmax", {x}, {{"axis", t.axis(t.intArg(1, "dim"), t.rankOf(x))}})};
+}
+Results batchNormNoTraining(FxTranslation& t) {
+  Value* x = t.tensor(0, "input");
+  Value* weight = t.optionalTensor(1, "weight");
+  Value* bias = t.optionalTensor(2, "bias");
+  Value* mean_value = t.tensor(3, "running_mean");
+  Value* var = t.tensor(4, "running_var");
+  if (!weight || !bias) t.fail("batch norm without affine weight and bias is not translated");
+  double eps = t.floatArg(6, "eps");
+  return {t.emitValue("BatchNormalization", {x, weight, bias, mean_value, var}, {{"epsilon", eps}})};
+}
+Results layerNorm(FxTranslation& t) {
+  Value* x = t.tensor(0, "input");
+  std::vector<int64_t> normalized = t.intsArg(1, "normalized_shape");
+  Value* weight = t.optionalTensor(2, "weight");
+  Value* bias = t.optionalTensor(3, "bias");
+  if (!weight) t.fail("layer norm without a weight is not translated");
+  std::vector<Value*> inputs = {x, weight};
+  if (bias) inputs.push_back(bias);
+  return {t.emitValue("LayerNormalization", inputs,
+                      {{"axis", -static_cast<int64_t>(normalized.size())}, {"epsilon", t.floatArg(4, "eps")}})};
+}
+
+// Estuary's fused ops as PyTorch sees them (python/estuary/torch/ops.py), for user
+// replacements: into core ops that the pipeline fuses (fuse_add_rms_norm).
+Results rmsNorm(FxTranslation& t) {
+  return {t.emitValue("RMSNormalization", {t.tensor(0, "x"), t.tensor(1, "gamma")},
+                      {{"axis", int64_t{-1}}, {"epsilon", t.floatArg(2, "eps")}})};
+}
+Results addRmsNorm(FxTranslation& t) {
+  Value* sum = t.emitValue("Add", {t.tensor(0, "x1"), t.tensor(1, "x2")});
+  Value* y = t.emitValue("RMSNormalization", {sum, t.tensor(2, "gamma")},
+                         {{"axis", int64_t{-1}}, {"epsilon", t.floatArg(3, "eps")}});
+  return {y, sum};
+}
+
+// --- Convolution, pooling, matrix products ----------------------------------------------
+
+std::vector<int64_t> twice(const std::vector<int64_t>& pads) {
+  std::vector<int64_t> both = pads;
+  both.insert(both.end(), pads.begin(), pads.end());
+  return both;
+}
+std::vector<int64_t> spatial(std::vector<int64_t> values, size_t count, const FxTranslation& t, const char* what) {
+  if (values.size() == 1 && count > 1) values.assign(count, values[0]);
+  if (values.size() != count) t.fail(what, " has ", values.size(), " entries for ", count, " spatial dims");
+  return values;
+}
+Results convolution(FxTranslation& t) {
+  Value* x = t.tensor(0, "input");
+  Value* w = t.tensor(1, "weight");
+  Value* b = t.optionalTensor(2, "bias");
+  size_t n = t.rankOf(w) - 2;
+  std::vector<int64_t> strides = spatial(t.intsArg(3, "stride"), n, t, "stride");
+  std::vector<int64_t> pads = spatial(t.intsArg(4, "padding"), n, t, "padding");
+  std::vector<int64_t> dilations = spatial(t.intsArg(5, "dilation"), n, t, "dilation");
+  bool transposed = t.boolArg(6, "transposed");
+  int64_t groups = t.intArg(8, "groups");
+  std::vector<Value*> inputs = {x, w};
+  if (b) inputs.push_back(b);
+  FxTranslation::Attributes attributes = {
+      {"strides", strides}, {"pads", twice(pads)}, {"dilations", dilations}, {"group", groups}};
+  if (!transposed) return {t.emitValue("Conv", inputs, std::move(attributes))};
+  attributes.emplace_back("output_padding", spatial(t.intsArg(7, "output_padding"), n, t, "output_padding"));
+  return {t.emitValue("ConvTranspose", inputs, std::move(attributes))};
+}
+Results maxPool(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  std::vector<int64_t> kernel = t.intsArg(1, "kernel_size");
+  size_t n = t.rankOf(x) - 2;
+  kernel = spatial(kernel, n, t, "kernel_size");
+  std::vector<int64_t> strides = t.intsArg(2, "stride", std::vector<int64_t>{});
+  strides = strides.empty() ? kernel : spatial(strides, n, t, "stride");
+  std::vector<int64_t> pads = spatial(t.intsArg(3, "padding", std::vector<int64_t>{0}), n, t, "padding");
+  std::vector<int64_t> dilations = spatial(t.intsArg(4, "dilation", std::vector<int64_t>{1}), n, t, "dilation");
+  bool ceil_mode = t.boolArg(5, "ceil_mode", false);
+  // The indices result is left out: inference graphs only read the values.
+  return {t.emitValue("MaxPool", {x}, {{"kernel_shape", kernel}, {"strides", strides}, {"pads", twice(pads)},
+                                       {"dilations", dilations}, {"ceil_mode", int64_t{ceil_mode}}})};
+}
+Results addmm(FxTranslation& t) {
+  Value* bias = t.tensor(0, "self");
+  return {t.emitValue("Gemm", {t.tensor(1, "mat1"), t.tensor(2, "mat2"), bias},
+                      {{"beta", t.floatArg(3, "beta", 1.0)}, {"alpha", t.floatArg(4, "alpha", 1.0)}})};
+}
+Results matmul(FxTranslation& t) { return {t.emitValue("MatMul", {t.tensor(0, "self"), t.tensor(1, "mat2")})}; }
+Results attention(FxTranslation& t) {
+  Value* q = t.tensor(0, "query");
+  std::vector<Value*> inputs = {q, t.tensor(1, "key"), t.tensor(2, "value")};
+  if (t.floatArg(3, "dropout_p", 0.0) != 0.0) t.fail("dropout in attention is not translated");
+  if (Value* mask = t.optionalTensor(5, "attn_mask")) {
+    inputs.push_back(mask->dtype() == DType::Bool ? mask : t.cast(mask, q->dtype()));
+  }
+  FxTranslation::Attributes attributes = {{"is_causal", int64_t{t.boolArg(4, "is_causal", false)}}};
+  if (t.arg(6, "scale")) attributes.emplace_back("scale", t.floatArg(6, "scale"));
+  // The logsumexp result is left out: inference graphs only read the output.
+  return {t.emitValue("Attention", inputs, std::move(attributes))};
+}
+
+// --- Shapes and views (pure values in a functional graph) --------------------------------
+
+Results reshape(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  return {t.emitValue("Reshape", {x, t.sizesArg(1, "size")})};
+}
+Results transposeLast(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  if (t.rankOf(x) < 2) return {t.emitValue("Identity", {x})};
+  return {t.emitValue("Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}})};
+}
+Results transpose(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  size_t rank = t.rankOf(x);
+  std::vector<int64_t> perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+  std::swap(perm[t.axis(t.intArg(1, "dim0"), rank)], perm[t.axis(t.intArg(2, "dim1"), rank)]);
+  return {t.emitValue("Transpose", {x}, {{"perm", perm}})};
+}
+Results permute(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  std::vector<int64_t> perm = t.intsArg(1, "dims");
+  for (int64_t& dim : perm) dim = t.axis(dim, t.rankOf(x));
+  return {t.emitValue("Transpose", {x}, {{"perm", perm}})};
+}
+Results expand(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  FxArg sizes = t.requiredArg(1, "size");
+  // -1 keeps the dim: Expand's broadcasting of a 1 does the same.
+  for (FxArg& size : sizes.list) {
+    if (size.kind == FxArg::Kind::Int && size.int_value == -1) size.int_value = 1;
+  }
+  return {t.emitValue("Expand", {x, t.sizesValue(sizes)})};
+}
+
+Results unsqueeze(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(x) + 1);
+  return {t.emitValue("Unsqueeze", {x, t.constantInts({dim})})};
+}
+Results squeezeDims(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  std::vector<int64_t> axes;
+  for (int64_t dim : t.intsArg(1, "dim")) {
+    int64_t axis = t.axis(dim, t.rankOf(x));
+    const Dim& size = x->shape()[axis];
+    if (size.isStatic() && size.value() == 1) axes.push_back(axis);  // PyTorch keeps dims != 1
+  }
+  if (axes.empty()) return {t.emitValue("Identity", {x})};
+  return {t.emitValue("Squeeze", {x, t.constantInts(axes)})};
+}
+Results slice(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(1, "dim", 0), t.rankOf(x));
+  const FxArg* start = t.arg(2, "start");
+  const FxArg* end = t.arg(3, "end");
+  Value* starts = start ? t.sizeValue(*start) : t.constantInts({0});
+  Value* ends = end ? t.sizeValue(*end) : t.constantInts({std::numeric_limits<int64_t>::max()});
+  return {t.emitValue("Slice", {x, starts, ends, t.constantInts({dim}), t.constantInts({t.intArg(4, "step", 1)})})};
+}
+Results select(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(x));
+  Value* index = t.emitValue("Reshape", {t.sizeValue(t.requiredArg(2, "index")), t.constantInts({})});
+  return {t.emitValue("Gather", {x, index}, {{"axis", dim}})};
+}
+Results cat(FxTranslation& t) {
+  const FxArg* tensors = t.arg(0, "tensors");
+  if (!tensors || tensors->kind != FxArg::Kind::List) t.fail("argument 'tensors' must be a list");
+  std::vector<Value*> inputs;
+  for (const FxArg& item : tensors->list) inputs.push_back(t.cast(t.valueOf(item), t.resultDType()));
+  int64_t dim = t.axis(t.intArg(1, "dim", 0), t.rankOf(inputs.at(0)));
+  return {t.emitValue("Concat", inputs, {{"axis", dim}})};
+}
+Results split(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(2, "dim", 0), t.rankOf(x));
+  const Dim& size = x->shape()[dim];
+  if (!size.isStatic()) t.fail("splitting dim ", dim, " of symbolic size ", size.str(), " is not translated");
+  std::vector<int64_t> sizes;
+  if (t.node().target == "aten.split_with_sizes.default") {
+    sizes = t.intsArg(1, "split_sizes");
+  } else {
+    int64_t chunk = t.intArg(1, "split_size");
+    for (int64_t at = 0; at < size.value(); at += chunk) sizes.push_back(std::min(chunk, size.value() - at));
+  }
+  Node* node = t.emit("Split", {x, t.constantInts(sizes)}, {{"axis", dim}}, sizes.size());
+  return node->outputs();
+}
+
+// --- Indexing, generators, in-place updates ----------------------------------------------
+
+Results embedding(FxTranslation& t) {
+  return {t.emitValue("Gather", {t.tensor(0, "weight"), t.tensor(1, "indices")}, {{"axis", int64_t{0}}})};
+}
+Results index(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  const FxArg* indices = t.arg(1, "indices");
+  if (!indices || indices->kind != FxArg::Kind::List) t.fail("argument 'indices' must be a list");
+  Value* gathered = nullptr;
+  for (size_t i = 0; i < indices->list.size(); ++i) {
+    if (indices->list[i].isNone()) continue;
+    if (gathered) t.fail("indexing with more than one index tensor is not translated");
+    Value* index_value = t.valueOf(indices->list[i]);
+    if (index_value->dtype() == DType::Bool) t.fail("boolean mask indexing is not translated");
+    gathered = t.emitValue("Gather", {x, index_value}, {{"axis", static_cast<int64_t>(i)}});
+  }
+  if (!gathered) t.fail("no index tensor given");
+  return {gathered};
+}
+// Writes `source` into `self` at positions `index` (1-D, i64) along `dim`: the index
+// broadcast over the source's other dims, for ScatterElements.
+Value* scatterAlong(FxTranslation& t, Value* self, int64_t dim, Value* index, Value* source) {
+  std::vector<int64_t> index_shape(t.rankOf(self), 1);
+  index_shape[dim] = -1;
+  Value* indices = t.emitValue("Reshape", {index, t.constantInts(index_shape)});
+  indices = t.emitValue("Expand", {indices, t.emitValue("Shape", {source})});
+  return t.emitValue("ScatterElements", {self, indices, source}, {{"axis", dim}});
+}
+// A position along `dim` of `self` as a 0-D i64 value; negative integers count from the end.
+Value* positionAlong(FxTranslation& t, Value* self, int64_t dim, const FxArg& position) {
+  if (position.kind == FxArg::Kind::Int && position.int_value < 0) {
+    const Dim& size = self->shape()[dim];
+    if (!size.isStatic()) t.fail("a negative position along dim ", dim, " of symbolic size ", size.str(), " is not translated");
+    FxArg wrapped = position;
+    wrapped.int_value += size.value();
+    return t.emitValue("Reshape", {t.sizeValue(wrapped), t.constantInts({})});
+  }
+  return t.emitValue("Reshape", {t.sizeValue(position), t.constantInts({})});
+}
+Results indexCopy(FxTranslation& t) {
+  Value* self = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(self));
+  return {scatterAlong(t, self, dim, t.tensor(2, "index"), t.tensor(3, "source"))};
+}
+Results selectScatter(FxTranslation& t) {
+  // self[..., index, ...] = src along dim (src lacks that dim).
+  Value* self = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(2, "dim"), t.rankOf(self));
+  Value* source = t.emitValue("Unsqueeze", {t.cast(t.tensor(1, "src"), self->dtype()), t.constantInts({dim})});
+  Value* index = t.emitValue("Reshape", {positionAlong(t, self, dim, t.requiredArg(3, "index")), t.constantInts({1})});
+  return {scatterAlong(t, self, dim, index, source)};
+}
+Results sliceScatter(FxTranslation& t) {
+  // self[..., start:end:step, ...] = src along dim.
+  Value* self = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(2, "dim", 0), t.rankOf(self));
+  Value* source = t.cast(t.tensor(1, "src"), self->dtype());
+  const FxArg* start = t.arg(3, "start");
+  Value* from = start ? positionAlong(t, self, dim, *start) : t.scalar(DType::I64, 0);
+  // The end does not matter beyond the source's extent: the positions are start + k * step
+  // for each of the source's elements along dim.
+  Value* count = t.emitValue("Reshape", {t.emitValue("Shape", {source}, {{"start", dim}, {"end", dim + 1}}),
+                                         t.constantInts({})});
+  Value* step = t.scalar(DType::I64, static_cast<double>(t.intArg(5, "step", 1)));
+  Value* index = t.emitValue("Range", {t.scalar(DType::I64, 0), count, t.scalar(DType::I64, 1)});
+  index = t.emitValue("Add", {t.emitValue("Mul", {index, step}), from});
+  return {scatterAlong(t, self, dim, index, source)};
+}
+Results copyInto(FxTranslation& t) {
+  // aten.copy: the source broadcast to self's shape, in self's dtype.
+  Value* self = t.tensor(0, "self");
+  Value* source = t.cast(t.tensor(1, "src"), self->dtype());
+  return {t.emitValue("Expand", {source, t.emitValue("Shape", {self})})};
+}
+Results copyInPlace(FxTranslation& t) {
+  // Functionalization's epilogue: the graph input `self` holds `src` after the run.
+  Value* self = t.tensor(0, "self");
+  if (!self->isGraphInput()) t.fail("copy_ into '", self->name(), "', which is not a graph input, is not translated");
+  Value* source = t.cast(t.tensor(1, "src"), self->dtype());
+  if (source->shape() != self->shape()) source = t.emitValue("Expand", {source, t.emitValue("Shape", {self})});
+  t.graph().setInputMutable(self, true);
+  t.graph().setInputUpdate(self, source);
+  return {source};
+}
+Results arange(FxTranslation& t) {
+  DType dtype = t.resultDType();
+  const std::string& target = t.node().target;
+  auto number = [&](size_t position, std::string_view name) {
+    const FxArg* found = t.arg(position, name);
+    if (found && found->isNode()) {
+      return t.cast(t.emitValue("Reshape", {t.sizeValue(*found), t.constantInts({})}), dtype);
+    }
+    return t.scalar(dtype, t.floatArg(position, name));
+  };
+  if (target == "aten.arange.default") return {t.emitValue("Range", {t.scalar(dtype, 0), number(0, "end"), t.scalar(dtype, 1)})};
+  Value* start = number(0, "start");
+  Value* end = number(1, "end");
+  Value* step = target == "aten.arange.start_step" && t.arg(2, "step") ? number(2, "step") : t.scalar(dtype, 1);
+  return {t.emitValue("Range", {start, end, step})};
+}
+
+// --- Python-level nodes: tuple access and symbolic size arithmetic ------------------------
+
+Results getitem(FxTranslation& t) {
+  int64_t i = t.intArg(1, "b");
+  const std::vector<Value*>& results = t.resultsOf(t.requiredArg(0, "a"));
+  if (i < 0 || i >= static_cast<int64_t>(results.size())) {
+    t.fail("result ", i, " of its source is not translated (only the first ", results.size(), " are)");
+  }
+  return {results[i]};
+}
+Results symSize(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(x));
+  return {t.emitValue("Shape", {x}, {{"start", dim}, {"end", dim + 1}})};
+}
+Results symArithmetic(FxTranslation& t, std::string_view op) {
+  return {t.emitValue(op, {t.sizeValue(t.requiredArg(0, "a")), t.sizeValue(t.requiredArg(1, "b"))})};
+}
+Results symMul(FxTranslation& t) { return symArithmetic(t, "Mul"); }
+Results symAdd(FxTranslation& t) { return symArithmetic(t, "Add"); }
+Results symSub(FxTranslation& t) { return symArithmetic(t, "Sub"); }
+Results symFloorDiv(FxTranslation& t) { return symArithmetic(t, "Div"); }  // sizes are >= 0
+
+const std::map<std::string, FxOpTranslator, std::less<>>& table() {
+  static const auto* translators = new std::map<std::string, FxOpTranslator, std::less<>>{
+      {"aten.add.Tensor", add}, {"aten.add.Scalar", add}, {"aten.sub.Tensor", sub}, {"aten.sub.Scalar", sub},
+      {"aten.rsub.Scalar", rsub}, {"aten.rsub.Tensor", rsub}, {"aten.mul.Tensor", mul}, {"aten.mul.Scalar", mul},
+      {"aten.div.Tensor", div}, {"aten.div.Scalar", div},
+      {"aten.relu.default", unary<kRelu>}, {"aten.neg.default", unary<kNeg>}, {"aten.exp.default", unary<kExp>},
+      {"aten.log.default", unary<kLog>}, {"aten.sqrt.default", unary<kSqrt>}, {"aten.tanh.default", unary<kTanh>},
+      {"aten.sigmoid.default", unary<kSigmoid>}, {"aten.abs.default", unary<kAbs>}, {"aten.erf.default", unary<kErf>},
+      {"aten.sin.default", unary<kSin>}, {"aten.cos.default", unary<kCos>},
+      {"aten.reciprocal.default", unary<kReciprocal>}, {"aten.clone.default", unary<kIdentity>},
+      {"aten.alias.default", unary<kIdentity>}, {"aten.rsqrt.default", rsqrt}, {"aten.silu.default", silu},
+      {"aten.gelu.default", gelu}, {"aten.hardtanh.default", hardtanh}, {"aten.pow.Tensor_Scalar", powScalar},
+      {"prims.convert_element_type.default", convertElementType}, {"aten._to_copy.default", toCopy},
+      {"aten.where.self", where}, {"aten.masked_fill.Scalar", maskedFill},
+      {"aten.mean.dim", mean}, {"aten.sum.dim_IntList", sum}, {"aten.amax.default", amax},
+      {"aten._softmax.default", softmax}, {"aten.softmax.int", softmax},
+      {"aten._native_batch_norm_legit_no_training.default", batchNormNoTraining},
+      {"aten.native_layer_norm.default", layerNorm}, {"estuary.rms_norm.default", rmsNorm},
+      {"estuary.add_rms_norm.default", addRmsNorm},
+      {"aten.convolution.default", convolution}, {"aten.max_pool2d_with_indices.default", maxPool},
+      {"aten.max_pool2d.default", maxPool}, {"aten.addmm.default", addmm}, {"aten.mm.default", matmul},
+      {"aten.bmm.default", matmul},
+      {"aten._scaled_dot_product_flash_attention_for_cpu.default", attention},
+      {"aten.view.default", reshape}, {"aten._unsafe_view.default", reshape}, {"aten.reshape.default", reshape},
+      {"aten.t.default", transposeLast}, {"aten.transpose.int", transpose}, {"aten.permute.default", permute},
+      {"aten.expand.default", expand}, {"aten.unsqueeze.default", unsqueeze}, {"aten.squeeze.dim", squeezeDims},
+      {"aten.squeeze.dims", squeezeDims}, {"aten.slice.Tensor", slice}, {"aten.select.int", select},
+      {"aten.cat.default", cat}, {"aten.split.Tensor", split}, {"aten.split_with_sizes.default", split},
+      {"aten.embedding.default", embedding}, {"aten.index.Tensor", index}, {"aten.index_copy.default", indexCopy},
+      {"aten.select_scatter.default", selectScatter}, {"aten.slice_scatter.default", sliceScatter},
+      {"aten.copy.default", copyInto}, {"aten.copy_.default", copyInPlace},
+      {"aten.arange.default", arange}, {"aten.arange.start", arange}, {"aten.arange.start_step", arange},
+      {"operator.getitem", getitem}, {"aten.sym_size.int", symSize},
+      {"operator.mul", symMul}, {"operator.add", symAdd},
+      {"operator.sub", symSub}, {"operator.floordiv", symFloorDiv},
+  };
+  return *translators;
+}
+
+}  // namespace
+
+const FxOpTranslator* findTranslator(std::string_view target) {
+  auto found = table().find(target);
+  return found == table().end() ? nullptr : &found->second;
+}
+
+std::vector<std::string> translatedTargets() {
+  std::vector<std::string> targets;
+  for (const auto& entry : table()) targets.push_back(entry.first);
+  return targets;
+}
+
+}  // namespace estuary::pytorch

@@ -1,0 +1,136 @@
+"""FX mode (npugraph_ex): the FX graph, optimized in place, is run by PyTorch's kernels.
+
+Passes, in npugraph_ex's order, each switchable in CompilerConfig:
+  pattern_fusion_pass  Estuary's default fusions and the user's register_replacement ones
+  inplace_pass         out-of-place ops on intermediates become in-place where no alias or
+                       later use forbids it (torch.fx.passes.reinplace)
+  input_inplace_pass   functionalization undone on graph inputs: "new value + copy_ into the
+                       input" becomes the in-place op on the input again (a KV cache update
+                       writes the cache instead of a copy of it)
+Each pass's graph is dumped when dumps are on, with a log of what it changed.
+"""
+import torch
+from torch.fx.operator_schemas import normalize_function
+from torch.fx.passes.reinplace import _maybe_get_inplace_op, reinplace
+
+from . import patterns
+
+_COPY_ = torch.ops.aten.copy_.default
+
+
+def _in_place_count(gm):
+    return sum(1 for n in gm.graph.nodes if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+               and n.target._schema.name.endswith("_"))
+
+
+def pattern_fusion_pass(gm):
+    replaced = patterns.apply_default_patterns(gm) + patterns.apply_user_patterns(gm)
+    return f"{replaced} replacement(s)"
+
+
+def inplace_pass(gm):
+    before = _in_place_count(gm)
+    samples = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    reinplace(gm, *samples)
+    gm.recompile()
+    return f"{_in_place_count(gm) - before} op(s) made in-place on intermediates"
+
+
+def _is_view(node):
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    returns = target._schema.returns
+    return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
+
+
+def _reads_after(value, position, order, ignore):
+    """Whether `value` (or a view of it) is read by a node at or after `position`."""
+    for user in value.users:
+        if user in ignore:
+            continue
+        if order[user] >= position:
+            return True
+        if _is_view(user) and _reads_after(user, position, order, ignore):
+            return True
+    return False
+
+
+_aten = torch.ops.aten
+# Functional writes into part of a tensor, and the view they write through.
+_SCATTER_VIEWS = {
+    _aten.select_scatter.default: lambda a: (_aten.select.int, (a["dim"], a["index"])),
+    _aten.slice_scatter.default: lambda a: (_aten.slice.Tensor, (a.get("dim", 0), a.get("start"), a.get("end"),
+                                                                 a.get("step", 1))),
+}
+
+
+def _updates_first_argument(node):
+    return (isinstance(node, torch.fx.Node) and node.op == "call_function" and bool(node.args)
+            and isinstance(node.args[0], torch.fx.Node)
+            and (node.target in _SCATTER_VIEWS or _maybe_get_inplace_op(node.target) is not None))
+
+
+def _write_in_place(graph, link, destination):
+    """Emits, before `link`, the in-place form of `link` applied to `destination`."""
+    with graph.inserting_before(link):
+        if link.target in _SCATTER_VIEWS:
+            arguments = normalize_function(link.target, link.args, link.kwargs, normalize_to_only_use_kwargs=True).kwargs
+            view_op, view_args = _SCATTER_VIEWS[link.target](arguments)
+            view = graph.call_function(view_op, (destination, *view_args))
+            return graph.call_function(_COPY_, (view, arguments["src"]))
+        updated = graph.call_function(_maybe_get_inplace_op(link.target), (destination, *link.args[1:]), link.kwargs)
+        updated.meta = dict(link.meta)
+        return updated
+
+
+def input_inplace_pass(gm):
+    graph = gm.graph
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    restored = []
+    for copy in [n for n in graph.nodes if n.op == "call_function" and n.target is _COPY_]:
+        destination, source = copy.args[0], copy.args[1]
+        if destination.op != "placeholder":
+            continue
+        # The functional updates from the input to the copied value: op(input), then each
+        # next op taking the previous result as its first argument (cache[:, 3] = k;
+        # cache[:, 4:6] = b is a select_scatter then a slice_scatter).
+        chain, node = [], source
+        while node is not destination and _updates_first_argument(node):
+            chain.append(node)
+            node = node.args[0]
+        if node is not destination or not chain:
+            continue
+        chain.reverse()
+        if any(len(link.users) != 1 for link in chain[:-1]):
+            continue  # an intermediate value is read elsewhere: it must stay a value of its own
+        # The input's old value must not be read once the first in-place write happened.
+        if _reads_after(destination, order[chain[0]] + 1, order, ignore={chain[0], copy}):
+            continue
+        graph.erase_node(copy)
+        for link in chain:
+            written = _write_in_place(graph, link, destination)
+            link.replace_all_uses_with(destination)
+            graph.erase_node(link)
+            restored.append(f"{link.name} -> {written.target}")
+    if restored:
+        graph.lint()
+        gm.recompile()
+    return f"{len(restored)} functional update(s) restored to in-place ops" + (
+        f": {', '.join(restored)}" if restored else "")
+
+
+PASSES = [("pattern_fusion_pass", pattern_fusion_pass), ("inplace_pass", inplace_pass),
+          ("input_inplace_pass", input_inplace_pass)]
+
+
+def compile_fx_graph(gm, static, config, name, debug):
+    """Runs the enabled passes on gm (an aot inference graph) and returns it for PyTorch to run."""
+    for pass_name, run in PASSES:
+        if not config.fx_pass_enabled(pass_name):
+            continue
+        change = run(gm)
+        debug.fx(name, f"after_{pass_name}", gm)
+        debug.log(f"{name}: {pass_name}: {change}")
+    debug.fx(name, "returned", gm)
+    return gm

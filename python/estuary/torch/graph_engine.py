@@ -1,0 +1,210 @@
+"""Graph-engine mode: FX graphs run as Estuary IR on the GE backend.
+
+A functionalized ATen graph is partitioned into the regions Estuary translates and the rest
+(run by PyTorch). Each region is translated by the C++ frontend on its first call, when the
+real parameters are at hand (they become constants sharing the parameters' memory: frozen, as
+TorchAir's frozen_parameter), optimized by the pipeline and built by the GE backend. Runs hand
+the GE backend the addresses of the torch tensors: inputs and mutated inputs (a KV cache) are
+used in place, outputs are written into tensors allocated by torch.
+"""
+import os
+import warnings
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from .._estuary import EstuaryError, UnsupportedOpsError
+from .._estuary import fx as _fx
+from . import describe, patterns
+from .debug import DebugDump
+
+
+def _pipeline_spec(pipeline):
+    """A pipeline YAML path for a shipped pipeline's name ("O2"); paths and pass lists as given."""
+    if "/" in pipeline or pipeline.endswith((".yaml", ".yml")):
+        return pipeline
+    from .. import _shipped_configs
+    shipped = os.path.join(_shipped_configs(), pipeline + ".yaml")
+    return shipped if os.path.exists(shipped) else pipeline
+
+
+class _EstuarySupport(OperatorSupportBase):
+    def __init__(self, targets):
+        super().__init__()
+        self._targets = targets
+
+    def is_node_supported(self, submodules, node):
+        if node.op != "call_function" or describe.target_name(node.target) not in self._targets:
+            return False
+        if node.target is torch.ops.aten.copy_.default:
+            return node.args[0].op == "placeholder"  # functionalization's epilogue only
+        values = node.meta.get("val")
+        values = values if isinstance(values, (list, tuple)) else [values]
+        return all(not isinstance(v, torch.Tensor) or v.dtype in describe.TORCH_DTYPES.values() for v in values)
+
+
+def unsupported_targets(gm, targets):
+    found = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and not _EstuarySupport(targets).is_node_supported({}, node):
+            found.setdefault(describe.target_name(node.target), []).append(node.name)
+    return found
+
+
+class GraphEngineGraph:
+    """One FX graph (or partition) run by the GE backend.
+
+    static: the placeholder indices that are parameters or buffers (constants of the build).
+    """
+
+    def __init__(self, gm, static, config, name, debug):
+        self.gm = gm
+        self.config = config
+        self.name = name
+        self.debug = debug
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.static = [i for i in range(len(placeholders)) if i in static and not describe.is_symint_node(placeholders[i])]
+        self.runtime = [i for i, n in enumerate(placeholders) if i not in self.static and not describe.is_symint_node(n)]
+        # Symbols and where their values are found: (input index, dim).
+        self.symbols = {}
+        for i, node in enumerate(placeholders):
+            value = node.meta.get("val")
+            if isinstance(value, torch.Tensor):
+                for d, size in enumerate(value.shape):
+                    if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                        self.symbols.setdefault(str(size.node.expr), (i, d))
+        outputs, self.returns_tuple = describe.output_layout(gm)
+        # Outputs that are sizes (SymInts) are computed here from the symbols; None stays None.
+        self.output_kinds = []
+        for out in outputs:
+            value = out.meta.get("val") if isinstance(out, torch.fx.Node) else out
+            if isinstance(value, torch.Tensor):
+                self.output_kinds.append(("tensor", None))
+            elif isinstance(value, torch.SymInt):
+                self.output_kinds.append(("size", value.node.expr))
+            else:
+                self.output_kinds.append(("constant", value))
+        self.models = {}        # signature -> (CompiledGraph, {shape key: output specs})
+        self.builds = 0
+        self.frozen = None      # data pointers of the parameters the builds hold
+        self.eager = False
+
+    def _bindings(self, args):
+        return {symbol: int(args[i].shape[d]) for symbol, (i, d) in self.symbols.items()}
+
+    def _build(self, args, concrete):
+        weights = {}
+        for i in self.static:
+            tensor = args[i].detach()
+            weights[i] = tensor if tensor.is_contiguous() else tensor.contiguous()
+        nodes, outputs, index = describe.describe_graph(self.gm, weights, concrete)
+        tensor_outputs = [_fx.Ref(index[o]) for o, (kind, _) in zip(describe.output_layout(self.gm)[0], self.output_kinds)
+                          if kind == "tensor"]
+        graph = _fx.translate(self.name, nodes, tensor_outputs)
+        self.debug.ir(self.name, "translated", graph)
+        records = _fx.optimize(graph, _pipeline_spec(self.config.effective_pipeline), self.debug.pass_dir(self.name))
+        self.debug.log(f"{self.name}: passes that changed the IR: "
+                       + (", ".join(f"{p} ({c})" for p, c, _ in records if c) or "none"))
+        self.debug.ir(self.name, "optimized", graph)
+        model = _fx.CompiledGraph(graph, self.config.effective_threads)
+        self.debug.log(f"{self.name}: built for {'symbolic sizes' if concrete is None else concrete}")
+        return model
+
+    def _fall_back(self, error):
+        if self.config.effective_fallback == "error":
+            raise error
+        warnings.warn(f"estuary: graph '{self.name}' runs eagerly in PyTorch: {error}")
+        self.debug.log(f"{self.name}: eager: {error}")
+        self.eager = True
+
+    def __call__(self, *args):
+        if self.eager:
+            return self.gm(*args)
+        pointers = [args[i].data_ptr() for i in self.static]
+        if self.frozen is not None and pointers != self.frozen:
+            self.models.clear()  # parameters were replaced: rebuild with the new ones
+        bindings = self._bindings(args)
+        dynamic = self.config.effective_dynamic
+        signature = None if dynamic else tuple(sorted(bindings.items()))
+        shapes = [tuple(args[i].shape) for i in self.runtime]
+        entry = self.models.get(signature)
+        shape_key = tuple(shapes)
+        if entry is None or shape_key not in entry[1]:
+            if self.builds >= self.config.effective_recompile_limit:
+                warnings.warn(f"estuary: graph '{self.name}' was built {self.builds} times for new input shapes "
+                              f"(recompile_limit={self.config.effective_recompile_limit}); it runs eagerly from now on")
+                self.debug.log(f"{self.name}: recompile limit reached, eager from now on")
+                self.eager = True
+                return self.gm(*args)
+            self.builds += 1
+            if entry is None:
+                try:
+                    entry = self.models[signature] = (self._build(args, None if dynamic else bindings), {})
+                except EstuaryError as error:
+                    self._fall_back(error)
+                    return self.gm(*args)
+                self.frozen = pointers
+            entry[1][shape_key] = entry[0].output_specs([list(s) for s in shapes])
+        model, specs = entry[0], entry[1][shape_key]
+        inputs = [args[i] for i in self.runtime]
+        contiguous = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        outputs = [torch.empty(shape, dtype=describe.TORCH_DTYPES[dtype]) for dtype, shape in specs]
+        model.run([t.data_ptr() for t in contiguous], [list(s) for s in shapes],
+                  [t.data_ptr() for t in outputs], [list(t.shape) for t in outputs])
+        for original, used in zip(inputs, contiguous):
+            if used is not original:  # a mutated input that was not contiguous gets its update back
+                original.copy_(used)
+        results = []
+        tensors = iter(outputs)
+        for kind, what in self.output_kinds:
+            if kind == "tensor":
+                results.append(next(tensors))
+            elif kind == "size":
+                results.append(int(what.xreplace({s: bindings[str(s)] for s in what.free_symbols})))
+            else:
+                results.append(what)
+        return tuple(results) if self.returns_tuple else results[0]
+
+
+class _Region(torch.nn.Module):
+    """A partition's submodule replaced by its GE runner."""
+
+    def __init__(self, runner):
+        super().__init__()
+        self.runner = runner
+
+    def forward(self, *args):
+        return self.runner(*args)
+
+
+def compile_graph(gm, static, config, name, debug: DebugDump):
+    """A callable running `gm` (an aot inference graph) with the GE backend where it can."""
+    if patterns.has_user_patterns():
+        debug.log(f"{name}: user patterns: {patterns.apply_user_patterns(gm)} replacement(s)")
+        debug.fx(name, "after_user_patterns", gm)
+    targets = set(_fx.supported_targets())
+    missing = unsupported_targets(gm, targets)
+    if not missing:
+        return GraphEngineGraph(gm, static, config, name, debug)
+    if config.effective_fallback == "error":
+        listing = "; ".join(f"{t} (nodes {', '.join(n)})" for t, n in sorted(missing.items()))
+        raise UnsupportedOpsError(f"FX graph '{name}': ops without an Estuary translation: {listing}")
+    debug.log(f"{name}: partitioned; PyTorch runs {sorted(missing)}")
+    partitioner = CapabilityBasedPartitioner(gm, _EstuarySupport(targets), allows_single_node_partition=False)
+    partitioned = partitioner.partition_and_fuse()
+    placeholders = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    for node in list(partitioned.graph.nodes):
+        if node.op != "call_module":
+            continue
+        submodule = getattr(partitioned, node.target)
+        inner = [n for n in submodule.graph.nodes if n.op == "placeholder"]
+        for inner_node, outer in zip(inner, node.args):  # fake values, for sizes and dtypes
+            if "val" not in inner_node.meta and isinstance(outer, torch.fx.Node):
+                inner_node.meta["val"] = outer.meta.get("val")
+        region_static = {k for k, a in enumerate(node.args) if placeholders.get(a, -1) in static}
+        runner = GraphEngineGraph(submodule, region_static, config, f"{name}.{node.target}", debug)
+        setattr(partitioned, node.target, _Region(runner))
+    partitioned.recompile()
+    debug.fx(name, "partitioned", partitioned)
+    return partitioned

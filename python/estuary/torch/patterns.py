@@ -1,0 +1,143 @@
+"""register_replacement: user fusions, with the meaning of npugraph_ex's (and inductor's) API.
+
+    estuary.torch.register_replacement(search_fn, replace_fn, example_inputs,
+                                       trace_fn=fwd_only, extra_check=..., search_fn_pattern=None)
+
+search_fn is traced with example_inputs into a pattern (a tuple result gives a multi-output
+pattern), replace_fn into its replacement; extra_check(match) may veto a match (match.kwargs
+maps search_fn's parameter names to FX nodes whose meta["val"] holds their fake values);
+search_fn_pattern replaces tracing with a ready pattern; trace_fn=joint_fwd_bwd traces forward
+and backward, for training graphs. A registered replacement applies in fx mode
+(pattern_fusion_pass) and in graph-engine mode, on the FX graph before translation, so that
+what the replacement calls is translated (or, if Estuary lacks it, run by PyTorch).
+
+This is the one module that touches torch._inductor.pattern_matcher (a private API, pinned to
+the behaviour of torch 2.13), and it imports it only when a replacement is registered or
+applied: the import takes seconds.
+"""
+import functools
+import importlib
+
+# The decompositions estuary.torch's aot_autograd uses: none. Patterns must be traced with
+# the same table, or they never match (inductor's default table decomposes silu, gelu,
+# layer_norm, ... which our graphs keep whole).
+DECOMPOSITIONS = {}
+
+
+def _matcher():
+    return importlib.import_module("torch._inductor.pattern_matcher")
+
+
+@functools.lru_cache(maxsize=None)
+def _user_pass():
+    return _matcher().PatternMatcherPass(pass_name="estuary_user_patterns")
+
+
+_registered = []  # (search_fn name, replace_fn name): what apply() may have used, for logs
+
+
+def fwd_only(fn, args, *, run_functional_passes=True, get_decomp_fn=None):
+    """Traces fn for inference (inductor's fwd_only with Estuary's decompositions)."""
+    return _matcher().fwd_only(fn, args, run_functional_passes=run_functional_passes,
+                               get_decomp_fn=get_decomp_fn or (lambda: DECOMPOSITIONS))
+
+
+def joint_fwd_bwd(fn, args, *, get_decomp_fn=None):
+    """Traces fn's forward and backward, for patterns in training graphs."""
+    return _matcher().joint_fwd_bwd(fn, args, get_decomp_fn=get_decomp_fn or (lambda: DECOMPOSITIONS))
+
+
+def _return_true(match):
+    return True
+
+
+def register_replacement(search_fn, replace_fn, example_inputs, trace_fn=fwd_only, extra_check=_return_true,
+                         search_fn_pattern=None, scalar_workaround=None):
+    """Registers a fusion; returns whether it was registered (False when inductor declines,
+    e.g. a joint_fwd_bwd pattern under inference mode)."""
+    registered = _register(search_fn, replace_fn, example_inputs, trace_fn, extra_check, search_fn_pattern,
+                           scalar_workaround, _user_pass())
+    if registered:
+        _registered.append((search_fn.__name__, replace_fn.__name__))
+    return bool(registered)
+
+
+def _register(search_fn, replace_fn, example_inputs, trace_fn, extra_check, search_fn_pattern, scalar_workaround,
+              pass_dict):
+    return _matcher().register_replacement(
+        search_fn, replace_fn, list(example_inputs), trace_fn, pass_dict, extra_check=extra_check,
+        scalar_workaround=scalar_workaround, search_fn_pattern=search_fn_pattern,
+        get_decomp_fn=lambda: DECOMPOSITIONS)
+
+
+def clear_replacements():
+    """Forgets every replacement registered with register_replacement."""
+    _user_pass.cache_clear()
+    _registered.clear()
+
+
+def has_user_patterns():
+    return bool(_registered)
+
+
+def apply_user_patterns(gm):
+    """Applies the registered replacements to gm; returns the number of replacements."""
+    if not _registered:
+        return 0
+    count = _user_pass().apply(gm)
+    if count:
+        gm.graph.lint()
+        gm.recompile()
+    return count
+
+
+@functools.lru_cache(maxsize=None)
+def _default_pass():
+    """Estuary's default FX fusions: attention written out as matmul/softmax/matmul becomes
+    PyTorch's fused scaled_dot_product_attention (its flash kernel on the CPU)."""
+    import torch
+    import torch.nn.functional as F
+
+    pass_dict = _matcher().PatternMatcherPass(pass_name="estuary_default_patterns")
+
+    def same_dtype(match):
+        values = [node.meta["val"] for node in match.kwargs.values() if hasattr(node, "meta") and "val" in node.meta]
+        return len({v.dtype for v in values if isinstance(v, torch.Tensor)}) == 1
+
+    # Exact matches compare the traced ops, so each way of writing the pattern is registered:
+    # k transposed as (-2, -1) or (-1, -2), and q/k/v contiguous or, as after the usual
+    # view + permute of a projection, strided (then matmul copies them with clone).
+    def attention_patterns(dims):
+        # Patterns' parameters are their inputs, so the transpose dims are bound by closure.
+        def attention(q, k, v, mask, inv_scale):
+            return torch.matmul((torch.matmul(q, k.transpose(*dims)) / inv_scale + mask).softmax(dim=-1), v)
+
+        def attention_without_mask(q, k, v, inv_scale):
+            return torch.matmul((torch.matmul(q, k.transpose(*dims)) / inv_scale).softmax(dim=-1), v)
+        return attention, attention_without_mask
+
+    for dims in ((-2, -1), (-1, -2)):
+        attention, attention_without_mask = attention_patterns(dims)
+
+        def fused_attention(q, k, v, mask, inv_scale):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / inv_scale)
+
+        def fused_attention_without_mask(q, k, v, inv_scale):
+            return F.scaled_dot_product_attention(q, k, v, scale=1.0 / inv_scale)
+
+        for strided in (False, True):
+            qkv = [torch.empty(2, 8, 4, 16).permute(0, 2, 1, 3) if strided else torch.empty(2, 4, 8, 16)
+                   for _ in range(3)]
+            _register(attention, fused_attention, qkv + [torch.empty(2, 1, 1, 8)], fwd_only, same_dtype, None,
+                      {"inv_scale": 4.0}, pass_dict)
+            _register(attention_without_mask, fused_attention_without_mask, qkv, fwd_only, same_dtype, None,
+                      {"inv_scale": 4.0}, pass_dict)
+    return pass_dict
+
+
+def apply_default_patterns(gm):
+    count = _default_pass().apply(gm)
+    if count:
+        gm.graph.lint()
+        gm.recompile()
+    return count

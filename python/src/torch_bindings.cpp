@@ -1,0 +1,261 @@
+// `estuary._estuary.fx`: what estuary.torch needs from C++. Python walks the FX graph and
+// hands over a compact description (fx_graph.h); the FX frontend plugin translates it into
+// core IR; CompiledGraph builds it with the GE backend and runs it on torch tensors' memory,
+// given as addresses, so that inputs, weights and outputs are never copied.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <mutex>
+
+#include <fstream>
+
+#include "estuary/ge/model.h"
+#include "estuary/pass/manager.h"
+#include "estuary/pass/pipeline.h"
+#include "estuary/plugin/extensions.h"
+#include "estuary/plugin/loader.h"
+#include "estuary/pytorch/fx_graph.h"
+#include "estuary/support/error.h"
+#include "estuary/text/printer.h"
+
+namespace py = pybind11;
+
+namespace estuary::python {
+namespace {
+
+using pytorch::FxArg;
+using pytorch::FxFrontend;
+using pytorch::FxGraph;
+using pytorch::FxNode;
+
+// A reference to another FX node, by its index in the node list.
+struct FxRef {
+  size_t index;
+};
+
+const FxFrontend& fxFrontend() {
+  static pytorch::FxFrontendSlot slot;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ExtensionPoints::global().provide(pytorch::kFxFrontendExtension, &slot);
+    PluginLoader::global().load("pytorch_fx");
+    if (!slot.frontend) raise("plugin 'pytorch_fx' loaded but offered no FX frontend");
+  });
+  return *slot.frontend;
+}
+
+DType dtypeNamed(const std::string& name, const std::string& where) {
+  std::optional<DType> dtype = parseDType(name);
+  if (!dtype) raise(where, ": unknown dtype '", name, "'");
+  return *dtype;
+}
+
+FxArg argOf(const py::handle& object) {
+  FxArg arg;
+  if (object.is_none()) return arg;
+  if (py::isinstance<FxRef>(object)) {
+    arg.kind = FxArg::Kind::Node;
+    arg.node = object.cast<FxRef>().index;
+  } else if (py::isinstance<py::bool_>(object)) {
+    arg.kind = FxArg::Kind::Bool;
+    arg.bool_value = object.cast<bool>();
+  } else if (py::isinstance<py::int_>(object)) {
+    arg.kind = FxArg::Kind::Int;
+    arg.int_value = object.cast<int64_t>();
+  } else if (py::isinstance<py::float_>(object)) {
+    arg.kind = FxArg::Kind::Float;
+    arg.float_value = object.cast<double>();
+  } else if (py::isinstance<py::str>(object)) {
+    arg.kind = FxArg::Kind::String;
+    arg.string_value = object.cast<std::string>();
+  } else if (py::isinstance<py::list>(object) || py::isinstance<py::tuple>(object)) {
+    arg.kind = FxArg::Kind::List;
+    for (const py::handle& item : object) arg.list.push_back(argOf(item));
+  } else {
+    raise("an FX argument of Python type ", py::str(py::type::handle_of(object)).cast<std::string>(), " cannot be handed over");
+  }
+  return arg;
+}
+
+// A torch tensor's memory as a core-IR tensor, without copying: the Python object is held
+// (and released under the GIL) for as long as the graph or a built model uses it.
+Tensor wrapTensor(const py::object& tensor, DType dtype, const std::vector<int64_t>& shape) {
+  auto* address = reinterpret_cast<const void*>(tensor.attr("data_ptr")().cast<uintptr_t>());
+  auto* owner = new py::object(tensor);
+  std::shared_ptr<const void> keep_alive(owner, [](const py::object* held) {
+    py::gil_scoped_acquire gil;
+    delete held;
+  });
+  return Tensor::wrap(dtype, shape, address, std::move(keep_alive));
+}
+
+std::vector<int64_t> staticSizes(const FxNode& node) {
+  std::vector<int64_t> shape;
+  for (const std::string& size : node.sizes) {
+    std::optional<Dim> dim = Dim::parse(size);
+    if (!dim || !dim->isStatic()) raise("FX weight '", node.name, "' has the non-static size ", size);
+    shape.push_back(dim->value());
+  }
+  return shape;
+}
+
+// nodes: ("input", name, dtype, sizes) | ("weight", name, dtype, sizes, tensor) |
+//        ("symint", name, expression) | ("call", name, target, args, kwargs, result_dtypes)
+std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes, const py::list& outputs) {
+  FxGraph fx;
+  fx.name = name;
+  for (const py::handle& entry : nodes) {
+    py::tuple item = entry.cast<py::tuple>();
+    std::string kind = item[0].cast<std::string>();
+    FxNode node;
+    node.name = item[1].cast<std::string>();
+    if (kind == "input" || kind == "weight") {
+      node.kind = kind == "input" ? FxNode::Kind::Input : FxNode::Kind::Weight;
+      node.dtype = dtypeNamed(item[2].cast<std::string>(), "FX placeholder '" + node.name + "'");
+      node.sizes = item[3].cast<std::vector<std::string>>();
+      if (kind == "weight") node.weight = wrapTensor(item[4].cast<py::object>(), node.dtype, staticSizes(node));
+    } else if (kind == "symint") {
+      node.kind = FxNode::Kind::SymInt;
+      node.sizes = {item[2].cast<std::string>()};
+    } else if (kind == "call") {
+      node.kind = FxNode::Kind::Call;
+      node.target = item[2].cast<std::string>();
+      for (const py::handle& arg : item[3]) node.args.push_back(argOf(arg));
+      for (const auto& [key, value] : item[4].cast<py::dict>()) {
+        node.kwargs.emplace_back(key.cast<std::string>(), argOf(value));
+      }
+      for (const py::handle& dtype : item[5]) {
+        std::string text = dtype.cast<std::string>();
+        node.result_dtypes.push_back(text.empty() ? DType::Undefined : dtypeNamed(text, "FX node '" + node.name + "'"));
+      }
+    } else {
+      raise("FX node '", node.name, "': unknown kind '", kind, "'");
+    }
+    fx.nodes.push_back(std::move(node));
+  }
+  for (const py::handle& output : outputs) fx.outputs.push_back(argOf(output));
+  const FxFrontend& frontend = fxFrontend();
+  py::gil_scoped_release release;
+  return std::shared_ptr<Graph>(frontend.translate(fx));
+}
+
+// Runs a pipeline (a YAML file, or a pass list) over the graph; with `dump_dir`, the pass
+// manager writes the IR before and after every pass there. Returns (pass, changes, seconds)
+// per pass run.
+std::vector<std::tuple<std::string, int64_t, double>> optimize(Graph& graph, const std::string& pipeline,
+                                                               const std::string& dump_dir) {
+  bool is_file = pipeline.size() > 5 && (pipeline.compare(pipeline.size() - 5, 5, ".yaml") == 0 ||
+                                         pipeline.compare(pipeline.size() - 4, 4, ".yml") == 0);
+  PassManager manager(is_file ? loadPipelineFile(pipeline) : parsePassList(pipeline));
+  manager.setLog(nullptr);
+  if (!dump_dir.empty()) {
+    manager.setDebug(true);
+    manager.setDumpDir(dump_dir);
+  }
+  {
+    py::gil_scoped_release release;
+    manager.run(graph);
+  }
+  std::vector<std::tuple<std::string, int64_t, double>> records;
+  for (const PassRecord& record : manager.records()) records.emplace_back(record.name, record.changes, record.seconds);
+  return records;
+}
+
+// Writes the graph's text form with large weights elided, for dumps.
+void dumpGraph(const Graph& graph, const std::string& path, const std::string& title) {
+  PrintOptions options;
+  options.elide_tensors_above_bytes = 4096;
+  std::ofstream out(path, std::ios::binary);
+  out << "# " << title << "\n" << printGraph(graph, options);
+  if (!out) raise("cannot write the IR dump '", path, "'");
+}
+
+// A graph built by the GE backend, run on caller memory: inputs (mutable ones are updated in
+// place) and outputs are addresses of torch tensors whose shapes the caller states.
+class CompiledGraph {
+ public:
+  CompiledGraph(const Graph& graph, int threads) {
+    ge::BuildOptions options;
+    options.num_threads = threads;
+    py::gil_scoped_release release;
+    model_ = ge::CompiledModel::build(graph, options);
+    context_ = model_->createContext();
+  }
+
+  // (dtype, shape) of each output for these input shapes.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> outputSpecs(const std::vector<std::vector<int64_t>>& shapes) {
+    std::vector<ge::HostTensor> inputs = hostTensors(shapes, {});
+    std::vector<ge::TensorDesc> descs;
+    {
+      py::gil_scoped_release release;
+      descs = context_->outputDescs(inputs);
+    }
+    std::vector<std::pair<std::string, std::vector<int64_t>>> specs;
+    for (const ge::TensorDesc& desc : descs) specs.emplace_back(std::string(dtypeName(desc.dtype)), desc.dimVector());
+    return specs;
+  }
+
+  void run(const std::vector<uintptr_t>& input_addresses, const std::vector<std::vector<int64_t>>& input_shapes,
+           const std::vector<uintptr_t>& output_addresses, const std::vector<std::vector<int64_t>>& output_shapes) {
+    std::vector<ge::HostTensor> inputs = hostTensors(input_shapes, input_addresses);
+    const auto& infos = model_->outputs();
+    if (output_addresses.size() != infos.size() || output_shapes.size() != infos.size()) {
+      raise("the graph has ", infos.size(), " outputs, ", output_addresses.size(), " were given");
+    }
+    std::vector<ge::HostTensor> outputs;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      outputs.push_back(ge::HostTensor::of(ge::TensorDesc::of(infos[i].type.dtype, output_shapes[i]),
+                                           reinterpret_cast<void*>(output_addresses[i])));
+    }
+    py::gil_scoped_release release;
+    context_->run(inputs, outputs);
+  }
+
+  std::string report() const {
+    std::string text;
+    for (const auto& [op, count] : model_->report().ops_after) text += op + ": " + std::to_string(count) + "\n";
+    return text;
+  }
+
+ private:
+  std::vector<ge::HostTensor> hostTensors(const std::vector<std::vector<int64_t>>& shapes,
+                                          const std::vector<uintptr_t>& addresses) const {
+    const auto& infos = model_->inputs();
+    if (shapes.size() != infos.size()) raise("the graph takes ", infos.size(), " inputs, ", shapes.size(), " were given");
+    std::vector<ge::HostTensor> tensors;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      void* data = addresses.empty() ? nullptr : reinterpret_cast<void*>(addresses[i]);
+      tensors.push_back(ge::HostTensor::of(ge::TensorDesc::of(infos[i].type.dtype, shapes[i]), data));
+    }
+    return tensors;
+  }
+
+  std::shared_ptr<ge::CompiledModel> model_;
+  std::unique_ptr<ge::RunContext> context_;
+};
+
+}  // namespace
+
+void registerTorchBindings(py::module_& parent) {
+  py::module_ m = parent.def_submodule("fx", "FX graphs into core IR, and GE runs on torch tensors' memory.");
+  py::class_<FxRef>(m, "Ref", "A reference to the FX node at this index of the node list.")
+      .def(py::init<size_t>(), py::arg("index"))
+      .def_readonly("index", &FxRef::index);
+  m.def("supported_targets", [] { return fxFrontend().targets(); },
+        "The FX call_function targets with a translation.");
+  m.def("translate", &translate, py::arg("name"), py::arg("nodes"), py::arg("outputs"),
+        "Translates an FX graph description into a core-IR Graph.");
+  m.def("optimize", &optimize, py::arg("graph"), py::arg("pipeline"), py::arg("dump_dir") = "",
+        "Runs a pipeline (YAML file or pass list) over the graph; returns (pass, changes, seconds) per run.");
+  m.def("dump", &dumpGraph, py::arg("graph"), py::arg("path"), py::arg("title"),
+        "Writes the graph's text form, large weights elided.");
+  py::class_<CompiledGraph>(m, "CompiledGraph", "A graph built by the GE backend, run on torch tensors' memory.")
+      .def(py::init<const Graph&, int>(), py::arg("graph"), py::arg("threads") = 0)
+      .def("output_specs", &CompiledGraph::outputSpecs, py::arg("input_shapes"))
+      .def("run", &CompiledGraph::run, py::arg("input_addresses"), py::arg("input_shapes"),
+           py::arg("output_addresses"), py::arg("output_shapes"))
+      .def("report", &CompiledGraph::report);
+}
+
+}  // namespace estuary::python

@@ -1,0 +1,106 @@
+"""estuary.torch in FX mode: each pass's effect on the graph, and results equal to eager."""
+import pytest
+import torch
+
+import estuary.torch as et
+from torch_models import BertEncoder, LlamaBlock
+
+TOLERANCE = dict(rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    yield
+    torch._dynamo.reset()
+
+
+def returned_graph(debug_dir):
+    """The FX graph fx mode handed back to PyTorch, as dumped."""
+    (path,) = (debug_dir / "estuary").glob("model__*/forward/*_returned.txt")
+    return path.read_text()
+
+
+def run_llama(tmp_path, **options):
+    eager = LlamaBlock().eval()
+    model = LlamaBlock().eval()
+    model.load_state_dict(eager.state_dict())
+    compiled = torch.compile(model, backend=et.backend(mode="fx", debug_dir=str(tmp_path), **options))
+    with torch.no_grad():
+        for pos in (0, 4, 8):
+            x, position = torch.randn(2, 4, 64), torch.tensor(pos)
+            torch.testing.assert_close(compiled(x, position), eager(x, position), **TOLERANCE)
+            torch.testing.assert_close(model.k_cache, eager.k_cache, **TOLERANCE)
+            torch.testing.assert_close(model.v_cache, eager.v_cache, **TOLERANCE)
+    return returned_graph(tmp_path), (tmp_path / "estuary" / "debug.log").read_text()
+
+
+def test_input_inplace_pass_restores_the_kv_cache_updates(tmp_path):
+    graph, log = run_llama(tmp_path)
+    assert graph.count("torch.ops.aten.index_copy_.default") == 2
+    assert "torch.ops.aten.copy_.default" not in graph
+    assert "input_inplace_pass: 2 functional update(s) restored to in-place ops" in log
+
+
+def test_without_input_inplace_pass_the_copy_pairs_stay(tmp_path):
+    graph, log = run_llama(tmp_path, input_inplace_pass=False)
+    assert graph.count("torch.ops.aten.copy_.default") == 2
+    assert "index_copy_.default" not in graph
+    assert "input_inplace_pass" not in log
+
+
+def test_inplace_pass_makes_intermediate_ops_in_place(tmp_path):
+    graph, log = run_llama(tmp_path)
+    assert "torch.ops.aten.mul_.Tensor" in graph or "torch.ops.aten.add_.Tensor" in graph
+    graph_off, _ = run_llama(tmp_path / "off", inplace_pass=False)
+    assert "torch.ops.aten.mul_.Tensor" not in graph_off and "torch.ops.aten.add_.Tensor" not in graph_off
+
+
+def test_pattern_fusion_pass_fuses_written_out_attention(tmp_path):
+    model = BertEncoder().eval()
+    compiled = torch.compile(model, backend=et.backend(mode="fx", debug_dir=str(tmp_path)))
+    ids = torch.randint(0, 100, (2, 8))
+    mask = torch.ones(2, 8)
+    mask[:, -2:] = 0.0
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids, mask), model(ids, mask), **TOLERANCE)
+    graph = returned_graph(tmp_path)
+    assert graph.count("_scaled_dot_product_flash_attention_for_cpu.default(") == 2  # one per layer
+    assert "aten._softmax" not in graph
+    assert "pattern_fusion_pass: 2 replacement(s)" in (tmp_path / "estuary" / "debug.log").read_text()
+
+
+def test_dynamic_batch_and_sequence_sizes_compile_once():
+    model = BertEncoder().eval()
+    graphs = []
+
+    def backend(gm, example_inputs, inner=et.backend(mode="fx")):
+        compiled = inner(gm, example_inputs)
+        graphs.append(gm)
+        return compiled
+
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for batch, seq in [(2, 8), (3, 5), (2, 11)]:
+            ids = torch.randint(0, 100, (batch, seq))
+            mask = torch.ones(batch, seq)
+            mask[:, -2:] = 0.0
+            torch.testing.assert_close(compiled(ids, mask), model(ids, mask), **TOLERANCE)
+    assert len(graphs) == 1
+
+
+def test_input_inplace_pass_turns_indexed_buffer_writes_into_view_copies(tmp_path):
+    from test_torch_ge import SlotCache
+
+    eager, model = SlotCache(), SlotCache()
+    compiled = torch.compile(model, backend=et.backend(mode="fx", debug_dir=str(tmp_path)))
+    with torch.no_grad():
+        for _ in range(2):
+            k, block = torch.randn(2, 4), torch.randn(2, 2, 4)
+            torch.testing.assert_close(compiled(k, block), eager(k, block), **TOLERANCE)
+            torch.testing.assert_close(model.cache, eager.cache, **TOLERANCE)
+    graph = returned_graph(tmp_path)
+    assert "scatter" not in graph
+    assert graph.count("torch.ops.aten.copy_.default(select") == 2
+    assert graph.count("torch.ops.aten.copy_.default(slice") == 1

@@ -1,0 +1,176 @@
+// The PyTorch frontend plugin: FX graph descriptions (as estuary.torch hands them over) into
+// core IR, through the plugin's extension point as the Python bindings use it.
+#include <gtest/gtest.h>
+
+#include "estuary/frontend/frontend.h"
+#include "estuary/plugin/extensions.h"
+#include "estuary/plugin/loader.h"
+#include "estuary/pytorch/fx_graph.h"
+#include "estuary/text/printer.h"
+
+namespace estuary::pytorch {
+namespace {
+
+const FxFrontend& frontend() {
+  static FxFrontendSlot slot;
+  static const bool loaded = [] {
+    ExtensionPoints::global().provide(kFxFrontendExtension, &slot);
+    PluginLoader::global().load("pytorch_fx");
+    return true;
+  }();
+  (void)loaded;
+  return *slot.frontend;
+}
+
+FxArg ref(size_t node) {
+  FxArg arg;
+  arg.kind = FxArg::Kind::Node;
+  arg.node = node;
+  return arg;
+}
+FxArg integer(int64_t value) {
+  FxArg arg;
+  arg.kind = FxArg::Kind::Int;
+  arg.int_value = value;
+  return arg;
+}
+FxArg number(double value) {
+  FxArg arg;
+  arg.kind = FxArg::Kind::Float;
+  arg.float_value = value;
+  return arg;
+}
+FxArg list(std::vector<FxArg> items) {
+  FxArg arg;
+  arg.kind = FxArg::Kind::List;
+  arg.list = std::move(items);
+  return arg;
+}
+
+FxNode input(std::string name, std::vector<std::string> sizes, DType dtype = DType::F32) {
+  FxNode node;
+  node.kind = FxNode::Kind::Input;
+  node.name = std::move(name);
+  node.dtype = dtype;
+  node.sizes = std::move(sizes);
+  return node;
+}
+FxNode call(std::string name, std::string target, std::vector<FxArg> args, DType result = DType::F32) {
+  FxNode node;
+  node.name = std::move(name);
+  node.target = std::move(target);
+  node.args = std::move(args);
+  node.result_dtypes = {result};
+  return node;
+}
+
+std::string errorOf(const FxGraph& graph) {
+  try {
+    frontend().translate(graph);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(PytorchFx, WeightsAreSharedConstantsAndCopyIntoAnInputIsAnUpdate) {
+  std::vector<float> weight(16, 0.5f);
+  FxGraph fx;
+  fx.name = "linear";
+  fx.nodes.push_back(input("x", {"s0", "4"}));
+  FxNode w;
+  w.kind = FxNode::Kind::Weight;
+  w.name = "w";
+  w.dtype = DType::F32;
+  w.sizes = {"4", "4"};
+  w.weight = Tensor::wrap(DType::F32, {4, 4}, weight.data(), nullptr);
+  fx.nodes.push_back(w);
+  fx.nodes.push_back(input("count", {"4"}));
+  fx.nodes.push_back(call("t", "aten.t.default", {ref(1)}));
+  fx.nodes.push_back(call("mm", "aten.mm.default", {ref(0), ref(3)}));
+  fx.nodes.push_back(call("add", "aten.add.Tensor", {ref(2), number(1.0)}));
+  fx.nodes.push_back(call("copy_", "aten.copy_.default", {ref(2), ref(5)}));
+  fx.outputs = {ref(4)};
+  std::unique_ptr<Graph> graph = frontend().translate(fx);
+
+  ASSERT_EQ(graph->inputs().size(), 2u);  // the weight is not an input
+  EXPECT_EQ(graph->output(0)->type().str(), "f32[s0,4]");
+  Value* count = graph->input(1);
+  EXPECT_TRUE(count->isMutableInput());
+  ASSERT_NE(graph->inputUpdate(count), nullptr);
+  EXPECT_TRUE(graph->inputUpdate(count)->producer()->is("Add"));
+  bool shared = false;
+  for (Node* node : graph->nodes()) {
+    if (node->is("Constant") && node->name() == "w") shared = node->attr("value")->asTensor().data() == weight.data();
+  }
+  EXPECT_TRUE(shared) << printGraph(*graph);
+}
+
+TEST(PytorchFx, SymbolicSizeArgumentsKeepSymbolicDims) {
+  FxGraph fx;
+  FxNode s0;
+  s0.kind = FxNode::Kind::SymInt;
+  s0.name = "s0_size";
+  s0.sizes = {"s0"};
+  fx.nodes.push_back(s0);
+  fx.nodes.push_back(input("x", {"s0", "3", "4"}));
+  fx.nodes.push_back(call("mul", "operator.mul", {ref(0), integer(3)}, DType::I64));
+  fx.nodes.push_back(call("view", "aten.view.default", {ref(1), list({ref(2), integer(4)})}));
+  fx.nodes.push_back(call("arange", "aten.arange.default", {ref(0)}, DType::I64));
+  fx.outputs = {ref(3), ref(4)};
+  std::unique_ptr<Graph> graph = frontend().translate(fx);
+  EXPECT_EQ(graph->output(0)->type().str(), "f32[3*s0,4]");
+  EXPECT_EQ(graph->output(1)->type().str(), "i64[s0]");
+}
+
+TEST(PytorchFx, UntranslatedTargetsAreListedTogether) {
+  FxGraph fx;
+  fx.name = "g";
+  fx.nodes.push_back(input("x", {"2"}));
+  fx.nodes.push_back(call("sort", "aten.sort.default", {ref(0)}));
+  fx.nodes.push_back(call("cumsum", "aten.cumsum.default", {ref(0), integer(0)}));
+  fx.nodes.push_back(call("cumsum_1", "aten.cumsum.default", {ref(2), integer(0)}));
+  fx.outputs = {ref(3)};
+  try {
+    frontend().translate(fx);
+    FAIL() << "translated";
+  } catch (const UnsupportedOpsError& error) {
+    ASSERT_EQ(error.ops().size(), 2u);
+    EXPECT_EQ(error.ops()[0].op_type, "aten.cumsum.default");
+    EXPECT_EQ(error.ops()[0].nodes, (std::vector<std::string>{"cumsum", "cumsum_1"}));
+    EXPECT_EQ(error.ops()[1].op_type, "aten.sort.default");
+  }
+  EXPECT_TRUE(frontend().supports("aten.convolution.default"));
+  EXPECT_FALSE(frontend().supports("aten.sort.default"));
+}
+
+TEST(PytorchFx, ErrorsNameTheFxNode) {
+  FxGraph fx;
+  fx.nodes.push_back(input("x", {"1", "3", "8", "8"}));
+  fx.nodes.push_back(input("w", {"4", "3", "3", "3"}));
+  fx.nodes.push_back(call("conv", "aten.convolution.default", {ref(0), ref(1)}));
+  fx.outputs = {ref(2)};
+  EXPECT_EQ(errorOf(fx), "FX node 'conv' (aten.convolution.default): argument 'stride' is missing");
+
+  FxGraph copy;
+  copy.nodes.push_back(input("x", {"2"}));
+  copy.nodes.push_back(call("neg", "aten.neg.default", {ref(0)}));
+  copy.nodes.push_back(call("copy_", "aten.copy_.default", {ref(1), ref(0)}));
+  copy.outputs = {ref(1)};
+  EXPECT_NE(errorOf(copy).find("FX node 'copy_' (aten.copy_.default): copy_ into 'neg', which is not a graph input"),
+            std::string::npos);
+
+  FxGraph symbol;
+  FxNode lone;
+  lone.kind = FxNode::Kind::SymInt;
+  lone.name = "u0";
+  lone.sizes = {"u0"};
+  symbol.nodes.push_back(lone);
+  symbol.nodes.push_back(call("arange", "aten.arange.default", {ref(0)}, DType::I64));
+  symbol.outputs = {ref(1)};
+  EXPECT_EQ(errorOf(symbol), "FX node 'arange': the symbolic size u0 is not a dim of any tensor input, so its "
+                             "value is unknown at run time");
+}
+
+}  // namespace
+}  // namespace estuary::pytorch
