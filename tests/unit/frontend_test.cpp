@@ -10,6 +10,7 @@
 
 #include "estuary/ir/graph.h"
 #include "estuary/plugin/loader.h"
+#include "error_of.h"
 
 namespace estuary {
 namespace {
@@ -31,16 +32,6 @@ FrontendInfo nullInfo(std::string name) {
   info.extensions = {".null"};
   info.factory = [] { return std::make_shared<NullFrontend>(); };
   return info;
-}
-
-template <typename F>
-std::string errorOf(F&& statement) {
-  try {
-    statement();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 std::string writeFile(const std::string& name, const std::string& text) {

@@ -8,7 +8,7 @@ namespace estuary {
 namespace {
 
 using ops_test::contains;
-using ops_test::errorOf;
+using estuary::errorOf;
 using ops_test::OpsGraph;
 using ops_test::type;
 

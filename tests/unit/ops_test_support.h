@@ -9,6 +9,7 @@
 
 #include "estuary/ir/graph.h"
 #include "estuary/ops/schema.h"
+#include "error_of.h"
 
 namespace estuary::ops_test {
 
@@ -17,16 +18,6 @@ inline TensorType type(std::string_view text) {
   std::optional<TensorType> parsed = TensorType::parse(text);
   EXPECT_TRUE(parsed) << "bad type text " << text;
   return parsed.value_or(TensorType());
-}
-
-// The message of the Error `action` raises, or "" when it raises none.
-inline std::string errorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 // Whether `text` contains `part`; the message shows both when not.

@@ -9,21 +9,12 @@
 #include "estuary/plugin/loader.h"
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
+#include "error_of.h"
 
 namespace estuary {
 namespace {
 
 PluginHandle fusionPlugin() { return PluginLoader::global().load("fusion_add_rms_norm"); }
-
-template <typename F>
-std::string errorOf(F&& statement) {
-  try {
-    statement();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
 
 // Runs fuse_add_rms_norm with `options` on `text`; returns the number of fusions.
 int64_t fuse(Graph& graph, const OptionMap& options = {}) {

@@ -12,6 +12,7 @@
 #include "estuary/plugin/loader.h"
 #include "estuary/plugin/plugin.h"
 #include "estuary/text/parser.h"
+#include "error_of.h"
 
 namespace estuary {
 namespace {
@@ -31,16 +32,6 @@ bool isLoaded(const std::string& path) {
   if (!handle) return false;
   dlclose(handle);
   return true;
-}
-
-template <typename F>
-std::string errorOf(F&& statement) {
-  try {
-    statement();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 // Sets ESTUARY_PLUGIN_PATH for one scope.

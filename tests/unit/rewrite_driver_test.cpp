@@ -11,7 +11,7 @@
 namespace estuary {
 namespace {
 
-using testing::errorOf;
+using estuary::errorOf;
 using testing::rewrite;
 using testing::setOf;
 

@@ -18,7 +18,7 @@
 namespace estuary {
 namespace {
 
-using testing::errorOf;
+using estuary::errorOf;
 using testing::rewrite;
 
 PatternSet yaml(const std::string& text) { return parsePatternYaml(text, "p.yaml"); }

@@ -8,6 +8,7 @@
 #include "estuary/rewrite/rewriter.h"
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
+#include "error_of.h"
 
 namespace estuary::testing {
 
@@ -41,17 +42,6 @@ inline PatternSet setOf(Pattern pattern) {
   PatternSet set;
   set.add(std::move(pattern));
   return set;
-}
-
-// The message of the Error `statement` throws, or "" when it throws none.
-template <typename F>
-std::string errorOf(F&& statement) {
-  try {
-    statement();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 }  // namespace estuary::testing
