@@ -44,19 +44,20 @@ def timed_runs(run, min_iterations, min_seconds, warmup):
 
 def worker(args):
     """Measures one engine on one model; prints a JSON line."""
+    threads = args.threads[0]
     inputs = dict(np.load(args.inputs))
     started = time.perf_counter()
     if args.worker == "estuary":
         import estuary
 
         shapes = {name: list(value.shape) for name, value in inputs.items()}
-        model = estuary.convert(args.onnx, input_shapes=shapes, threads=args.threads)
+        model = estuary.convert(args.onnx, input_shapes=shapes, threads=threads)
         run = lambda: model.run(inputs)  # noqa: E731
     else:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = args.threads
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         session = ort.InferenceSession(args.onnx, options, providers=["CPUExecutionProvider"])
