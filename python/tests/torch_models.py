@@ -3,20 +3,15 @@
 Weights are random (seeded by the tests); nothing is downloaded.
 """
 import math
+import os
 import sys
-import types
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def import_torchvision():
-    """torchvision without its meta-kernel registrations, which fail to import against this
-    torch build; the models do not need them."""
-    sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
-    import torchvision
-    return torchvision
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+from models import import_torchvision  # noqa: E402,F401  (torchvision without its CUDA-only ops)
 
 
 class BertLayer(nn.Module):
