@@ -13,6 +13,10 @@ import time
 
 import numpy as np
 
+# Before torch (which models imports): estuary sets OpenMP's wait policy, which only takes
+# effect if it comes before the first OpenMP runtime is loaded.
+import estuary  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 
@@ -38,7 +42,6 @@ def main():
                         help="the estuary command line (default: $ESTUARY_CLI or estuary on PATH)")
     args = parser.parse_args()
 
-    import estuary
     import onnxruntime as ort
 
     print(f"[1/4] building {args.model} with PyTorch and exporting it to ONNX", flush=True)
@@ -73,7 +76,8 @@ def main():
         print(f"      output {output['name']}: shape {list(a.shape)}, max |estuary - onnxruntime| = {diff:.3g} "
               f"(largest value {scale:.3g})")
     print(f"      median latency, {args.threads} threads: estuary {estuary_ms:.2f} ms, onnxruntime {ort_ms:.2f} ms "
-          f"(estuary/onnxruntime = {estuary_ms / ort_ms:.2f})")
+          f"(estuary/onnxruntime = {estuary_ms / ort_ms:.2f}; both in this process, one after the other - "
+          f"bench/onnx_vs_ort.py gives each engine a process of its own)")
     if worst > 1e-3:
         sys.exit(f"outputs differ: largest difference is {worst:.3g} of the output's range")
 

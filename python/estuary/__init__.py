@@ -11,7 +11,22 @@ import os as _os
 # spinning worker holds a core its sibling needs (a 60 ms ResNet-50 took 450 ms). libgomp
 # reads the policy once, when the extension module loads it, so it is set before the import
 # unless the user chose one.
-_os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+def _openmp_already_loaded():
+    try:
+        with open("/proc/self/maps") as maps:
+            return "libgomp" in maps.read()
+    except OSError:
+        return False
+
+
+if "OMP_WAIT_POLICY" not in _os.environ:
+    if _openmp_already_loaded():
+        import warnings as _warnings
+
+        _warnings.warn("estuary was imported after an OpenMP runtime was loaded (by torch, say), so its "
+                       "worker threads spin between operations; import estuary first, or set "
+                       "OMP_WAIT_POLICY=passive in the environment, if other work shares the cores")
+    _os.environ["OMP_WAIT_POLICY"] = "passive"
 
 from ._estuary import EstuaryError, Graph, Model, UnsupportedOpsError, convert, _set_config_dir
 
