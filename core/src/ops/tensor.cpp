@@ -546,11 +546,29 @@ void inferResize(InferenceContext& context) {
   };
   if (has_sizes) {
     std::optional<std::vector<SymInt>> sizes = context.knownValues(3);
-    bool stretch = context.stringAttr("keep_aspect_ratio_policy") == "stretch";
-    for (size_t k = 0; k < axes.size(); ++k) {
-      dims[axes[k]] = sizes && stretch && k < sizes->size() ? (*sizes)[k].toDim() : Dim::unknown();
-    }
     if (sizes) check_count(sizes->size(), "sizes");
+    const std::string policy = context.stringAttr("keep_aspect_ratio_policy");
+    if (policy == "stretch") {
+      for (size_t k = 0; k < axes.size(); ++k) dims[axes[k]] = sizes ? (*sizes)[k].toDim() : Dim::unknown();
+    } else {
+      // One scale for every axis, the largest (not_larger) or smallest (not_smaller) that
+      // keeps the output within `sizes`; each size is then round(scale * input size), half up.
+      std::optional<std::vector<int64_t>> known = context.knownInts(3);
+      bool computable = known.has_value();
+      for (size_t axis : axes) computable &= x[axis].isStatic() && x[axis].value() > 0;
+      if (policy != "not_larger" && policy != "not_smaller") {
+        context.fail("attribute 'keep_aspect_ratio_policy' is '", policy, "'; expected stretch, not_larger or not_smaller");
+      }
+      double scale = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
+      for (size_t k = 0; computable && k < axes.size(); ++k) {
+        double ratio = static_cast<double>((*known)[k]) / static_cast<double>(x[axes[k]].value());
+        scale = policy == "not_larger" ? std::min(scale, ratio) : std::max(scale, ratio);
+      }
+      for (size_t k = 0; k < axes.size(); ++k) {
+        dims[axes[k]] = computable ? Dim(static_cast<int64_t>(std::floor(scale * static_cast<double>(x[axes[k]].value()) + 0.5)))
+                                   : Dim::unknown();
+      }
+    }
   } else {
     std::optional<std::vector<double>> scales = constantFloats(context, 2);
     if (scales) check_count(scales->size(), "scales");
