@@ -349,7 +349,7 @@ std::unique_ptr<Kernel> makeAttention(const KernelBuildContext& context) {
     if (mask.dtype == DType::Bool) bias.mask = RowBias::Mask::Bool;
     else if (mask.dtype == DType::F32) bias.mask = RowBias::Mask::Float;
     else context.fail("attn_mask is ", mask.str(), "; it must be bool or of Q's float type");
-    if (mask.rank < 2 || mask.rank > 4) context.fail("attn_mask is ", mask.str(), ", expected rank 2 to 4");
+    if (mask.rank < 1 || mask.rank > 4) context.fail("attn_mask is ", mask.str(), ", expected rank 1 to 4");
     // Broadcast to [B, Hq, Sq, T]; the last axis may be shorter than T (the rest is masked).
     const int64_t target[] = {q.batch, q.heads, q.seq};
     std::array<int64_t, 4> dims{1, 1, 1, 1};
