@@ -67,7 +67,7 @@ AttentionResult referenceAttention(const AttentionCase& c, const AttentionInputs
   for (int64_t b = 0; b < c.batch; ++b) {
     for (int64_t h = 0; h < c.q_heads; ++h) {
       for (int64_t i = 0; i < c.q_seq; ++i) {
-        std::vector<double> raw(total), logits(total), bias(total, 0.0);
+        std::vector<double> raw(total), capped(total), logits(total), bias(total, 0.0);
         for (int64_t j = 0; j < total; ++j) {
           double dot = 0;
           for (int64_t d = 0; d < c.head; ++d) dot += at(in.q, c.three_d, c.q_heads, b, h, i, d) * key(b, h / group, j, d);
@@ -92,17 +92,19 @@ AttentionResult referenceAttention(const AttentionCase& c, const AttentionInputs
           if (c.left_window >= 0 && j < i + offset - c.left_window) bias[j] = -kInf;
           if (c.right_window >= 0 && j > i + offset + c.right_window) bias[j] = -kInf;
           if (!c.nonpad.empty() && j >= c.nonpad[b]) bias[j] = -kInf;
-          const double capped = c.softcap > 0 ? c.softcap * std::tanh(raw[j] / c.softcap) : raw[j];
-          logits[j] = capped + bias[j];
+          capped[j] = c.softcap > 0 ? c.softcap * std::tanh(raw[j] / c.softcap) : raw[j];
+          logits[j] = capped[j] + bias[j];
         }
         double peak = -kInf, sum = 0;
         for (double l : logits) peak = std::max(peak, l);
-        std::vector<double> p(total);
-        for (int64_t j = 0; j < total; ++j) sum += p[j] = std::exp(logits[j] - peak);
-        for (double& x : p) x /= sum;
+        std::vector<double> p(total, 0.0);  // a fully masked row attends to nothing
+        if (peak != -kInf) {
+          for (int64_t j = 0; j < total; ++j) sum += p[j] = std::exp(logits[j] - peak);
+          for (double& x : p) x /= sum;
+        }
         for (int64_t j = 0; j < total; ++j) {
           if (c.mode == 0) result.qk.push_back(raw[j]);
-          if (c.mode == 1) result.qk.push_back(raw[j] + bias[j]);
+          if (c.mode == 1) result.qk.push_back(capped[j]);
           if (c.mode == 2) result.qk.push_back(logits[j]);
           if (c.mode == 3) result.qk.push_back(p[j]);
         }
@@ -285,7 +287,7 @@ TEST(AttentionKernel, SixteenBitTypesComputeInF32) {
   }
 }
 
-TEST(AttentionKernel, AFullyMaskedRowIsNaNAsInTheReference) {
+TEST(AttentionKernel, AFullyMaskedRowIsZeroAsInTheReference) {
   AttentionCase c;
   c.mask = DType::Bool;
   c.mask_dims = {c.q_seq, c.kv_seq};
@@ -293,7 +295,7 @@ TEST(AttentionKernel, AFullyMaskedRowIsNaNAsInTheReference) {
   for (int64_t j = 0; j < c.kv_seq; ++j) in.mask.values[static_cast<size_t>(c.kv_seq + j)] = 0;  // query row 1
   RunResult run = runAttention(c, in);
   for (int64_t d = 0; d < c.v_head; ++d) {
-    EXPECT_TRUE(std::isnan(run.outputs[0].values[static_cast<size_t>(c.v_head + d)]));  // (0, 0, 1, d)
+    EXPECT_EQ(run.outputs[0].values[static_cast<size_t>(c.v_head + d)], 0.0);            // (0, 0, 1, d)
     EXPECT_FALSE(std::isnan(run.outputs[0].values[static_cast<size_t>(d)]));            // (0, 0, 0, d)
   }
 }

@@ -17,10 +17,10 @@
 //
 // Order of the row steps: softcap comes before the bias so that a masked -inf stays -inf
 // (the ONNX reference fixed this after opset 23, whose text put the mask first and so let
-// masked positions leak probability). qk_matmul_output_mode picks what output 3 holds:
-// 0 the scaled Q K^T, 1 that plus the bias, 2 softcap(Q K^T) plus the bias (the logits the
-// softmax sees), 3 the softmax. A row whose every position is masked has no softmax: its
-// probabilities are NaN, as in the reference.
+// masked positions leak probability). qk_matmul_output_mode picks what output 3 holds, as
+// the ONNX reference (onnx 1.23) does: 0 the scaled Q K^T, 1 that after softcap, 2 that plus
+// the bias (the logits the softmax sees), 3 the softmax. A row whose every position is
+// masked attends to nothing: its probabilities, and so its Y row, are 0.
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -257,7 +257,6 @@ class AttentionKernel final : public Kernel {
     auto copyTo = [&](float* out) { std::memcpy(out, row, static_cast<size_t>(total) * sizeof(float)); };
 
     if (qk_output && output_mode_ == 0) copyTo(qk_output);
-    if (qk_output && output_mode_ == 1) addBias(row, qk_output);
     if (softcap_ > 0) {
       // softcap * tanh(x / softcap), tanh(t) = 1 - 2 / (exp(2t) + 1): an absolute error of
       // about 1e-7 * softcap, well below what the softmax resolves.
@@ -265,6 +264,7 @@ class AttentionKernel final : public Kernel {
 #pragma omp simd
       for (int64_t j = 0; j < total; ++j) row[j] = cap - 2.f * cap / (expF32(row[j] * inverse) + 1.f);
     }
+    if (qk_output && output_mode_ == 1) copyTo(qk_output);
     addBias(row, row);
     if (qk_output && output_mode_ == 2) copyTo(qk_output);
 
@@ -272,8 +272,7 @@ class AttentionKernel final : public Kernel {
 #pragma omp simd reduction(max : peak)
     for (int64_t j = low; j <= high; ++j) peak = row[j] > peak ? row[j] : peak;
     if (peak == kNegInf) {
-      // Everything masked: 0/0, as the reference computes it.
-      std::fill(row, row + total, std::numeric_limits<float>::quiet_NaN());
+      std::fill(row, row + total, 0.f);  // everything masked
     } else {
       float sum = 0;
 #pragma omp simd reduction(+ : sum)
