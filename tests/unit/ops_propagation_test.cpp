@@ -80,6 +80,25 @@ TEST(DataPropagation, ArithmeticOnShapeValues) {
   EXPECT_EQ(g.apply("Reshape", {x, target})->type().str(), "f32[batch*seq,12,64]");
 }
 
+TEST(DataPropagation, ComparisonsLogicAndModuloOnKnownIntegers) {
+  // The grouped-query test of ONNX's Attention function: the group size is
+  // Where(Not(q == kv) And (q % kv == 0), q / kv, 1).
+  OpsGraph g;
+  Value* q = g.ints({9});
+  Value* kv = g.ints({3});
+  Value* uneven = g.apply("Not", {g.apply("Equal", {q, kv})});
+  EXPECT_EQ(g.values(uneven), "[1]");
+  Value* divisible = g.apply("Equal", {g.apply("Mod", {q, kv}), g.ints({0})});
+  EXPECT_EQ(g.values(divisible), "[1]");
+  Value* group = g.apply("Where", {g.apply("And", {uneven, divisible}), g.apply("Div", {q, kv}), g.ints({1})});
+  EXPECT_EQ(g.values(group), "[3]");
+  EXPECT_EQ(g.values(g.apply("Mod", {g.ints({-7}), g.ints({3})})), "[2]");                   // Python's sign
+  EXPECT_EQ(g.values(g.apply("Mod", {g.ints({-7}), g.ints({3})}, {{"fmod", 1}})), "[-1]");  // C's sign
+  EXPECT_EQ(g.values(g.apply("Less", {g.ints({2, 5}), g.ints({3})})), "[1, 0]");
+  EXPECT_EQ(g.values(g.apply("Or", {g.apply("Greater", {q, kv}), g.apply("LessOrEqual", {q, kv})})), "[1]");
+  EXPECT_EQ(g.values(g.apply("Xor", {uneven, divisible})), "[0]");
+}
+
 TEST(DataPropagation, ExpandAndConstantOfShapeKeepSymbols) {
   OpsGraph g;
   Value* ids = g.input("i64[batch,seq]", "ids");

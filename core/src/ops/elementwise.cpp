@@ -46,6 +46,13 @@ void inferBroadcast(InferenceContext& context) {
   context.setOutputShape(0, broadcastShapes(context, shapes));
 }
 
+// Applies `op` to two known integers; an unknown operand gives an unknown result.
+std::function<SymInt(const SymInt&, const SymInt&)> onIntegers(std::function<int64_t(int64_t, int64_t)> op) {
+  return [op](const SymInt& a, const SymInt& b) {
+    return a.isInt() && b.isInt() ? SymInt(op(a.intValue(), b.intValue())) : SymInt();
+  };
+}
+
 InferenceFn broadcastWithValues(std::function<SymInt(const SymInt&, const SymInt&)> op) {
   return [op](InferenceContext& context) {
     inferBroadcast(context);
@@ -116,7 +123,12 @@ void registerUnaryOps(OpRegistry& registry) {
   }));
   registry.add(unary("Abs", "X", "Y", numericTypes()));
   registry.add(unary("Sign", "input", "output", numericTypes()));
-  registry.add(unary("Not", "X", "Y", {DType::Bool}));
+  registry.add(unary("Not", "X", "Y", {DType::Bool}).inference([](InferenceContext& context) {
+    sameShapeAsFirstInput(context);
+    propagateElementwise(context, [](const std::vector<SymInt>& v) {
+      return v[0].isInt() ? SymInt(int64_t{v[0].intValue() == 0}) : SymInt();
+    });
+  }));
   registry.add(unary("Identity", "input", "output", allTypes(), "V").inference([](InferenceContext& context) {
     sameShapeAsFirstInput(context);
     if (auto values = context.knownValues(0)) context.setOutputValues(0, std::move(*values));
@@ -189,7 +201,17 @@ void registerBinaryOps(OpRegistry& registry) {
   registry.add(
       binary("Mul", numericTypes()).inference(broadcastWithValues(std::multiplies<SymInt>())));
   registry.add(binary("Div", numericTypes()).inference(broadcastWithValues(std::divides<SymInt>())));
-  registry.add(binary("Mod", numericTypes()).attr("fmod", AttrKind::Int, 0));
+  registry.add(binary("Mod", numericTypes()).attr("fmod", AttrKind::Int, 0).inference([](InferenceContext& context) {
+    // Integer values only: with fmod = 0 the remainder takes the divisor's sign (Python's
+    // %), with fmod = 1 the dividend's (C's fmod).
+    const bool c_style = context.intAttr("fmod") != 0;
+    broadcastWithValues(onIntegers([c_style](int64_t a, int64_t b) -> int64_t {
+      if (b == 0) return 0;
+      int64_t r = a % b;
+      if (!c_style && r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }))(context);
+  }));
   registry.add(OpSchema("Pow")
                    .input("X", "T")
                    .input("Y", "T1")
@@ -198,10 +220,23 @@ void registerBinaryOps(OpRegistry& registry) {
                    .typeConstraint("T1", numericTypes())
                    .inference(inferBroadcast));
   registry.add(binary("Equal", allTypes(), "T1").inference(broadcastWithValues(compareEqual)));
-  for (const char* op : {"Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) {
-    registry.add(binary(op, numericTypes(), "T1"));
+  const std::pair<const char*, std::function<int64_t(int64_t, int64_t)>> comparisons[] = {
+      {"Less", [](int64_t a, int64_t b) { return int64_t{a < b}; }},
+      {"LessOrEqual", [](int64_t a, int64_t b) { return int64_t{a <= b}; }},
+      {"Greater", [](int64_t a, int64_t b) { return int64_t{a > b}; }},
+      {"GreaterOrEqual", [](int64_t a, int64_t b) { return int64_t{a >= b}; }},
+  };
+  for (const auto& [op, compare] : comparisons) {
+    registry.add(binary(op, numericTypes(), "T1").inference(broadcastWithValues(onIntegers(compare))));
   }
-  for (const char* op : {"And", "Or", "Xor"}) registry.add(binary(op, {DType::Bool}, "T1"));
+  const std::pair<const char*, std::function<int64_t(int64_t, int64_t)>> logic[] = {
+      {"And", [](int64_t a, int64_t b) { return int64_t{a != 0 && b != 0}; }},
+      {"Or", [](int64_t a, int64_t b) { return int64_t{a != 0 || b != 0}; }},
+      {"Xor", [](int64_t a, int64_t b) { return int64_t{(a != 0) != (b != 0)}; }},
+  };
+  for (const auto& [op, combine] : logic) {
+    registry.add(binary(op, {DType::Bool}, "T1").inference(broadcastWithValues(onIntegers(combine))));
+  }
   registry.add(OpSchema("PRelu")
                    .input("X", "T")
                    .input("slope", "T")
