@@ -71,8 +71,11 @@ ConvGeometry convGeometry(const KernelBuildContext& context, bool transpose) {
       begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       end = total - begin;
     } else if (transpose && (has_output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+      // The total may be negative (an output_shape larger than the input covers): halves
+      // round down, as ONNX's reference computes them with Python's //.
       int64_t total = geometry.strides[i] * (geometry.in[i] - 1) + output_padding[i] + extent - geometry.out[i];
-      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      begin = auto_pad == "SAME_UPPER" ? half : total - half;
       end = total - begin;
     }
     if (transpose) {
