@@ -24,7 +24,8 @@ double originalCoordinate(const ResizeSpec& spec, double x, double scale, int64_
   const std::string& mode = spec.coordinates;
   if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
-  if (mode == "align_corners") return out > 1 ? x * (in - 1) / static_cast<double>(out - 1) : 0;
+  // Over the unrounded output length in * scale, as ONNX's reference (op_resize.py) does.
+  if (mode == "align_corners") return out > 1 ? x * (in - 1) / (scale * in - 1) : 0;
   if (mode == "asymmetric") return x / scale;
   if (mode == "half_pixel_symmetric") {
     double adjustment = out / (scale * in);

@@ -49,7 +49,12 @@ double sourceCoordinate(const std::string& mode, double j, double scale, int64_t
     return center * (1 - adjustment) + (j + 0.5) / scale - 0.5;
   }
   if (mode == "pytorch_half_pixel") return out > 1 ? (j + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "align_corners") return out == 1 ? 0.0 : j * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  if (mode == "align_corners") {
+    // Over the unrounded output length (input * scale), as ONNX's reference computes it:
+    // with given scales the output length is rounded down, the corners stay where the
+    // scale puts them.
+    return out == 1 ? 0.0 : j * static_cast<double>(in - 1) / (scale * static_cast<double>(in) - 1.0);
+  }
   if (mode == "asymmetric") return j / scale;
   // tf_crop_and_resize
   double span = static_cast<double>(in - 1);
