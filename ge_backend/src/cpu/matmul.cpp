@@ -131,25 +131,28 @@ void batchOffsets(const MatMulShape& shape, std::vector<int64_t>& a_offsets, std
 template <typename T>
 class OwnMatMulKernel final : public Kernel {
  public:
-  explicit OwnMatMulKernel(const MatMulShape& shape) : shape_(shape) { batchOffsets(shape, a_offsets_, b_offsets_); }
+  OwnMatMulKernel(const MatMulShape& shape, bool trans_b) : shape_(shape), trans_b_(trans_b) {
+    batchOffsets(shape, a_offsets_, b_offsets_);
+  }
   void run(const KernelArgs& args, KernelState*) const override {
     ownBatchedGemm<T>(static_cast<int64_t>(a_offsets_.size()), a_offsets_.data(), b_offsets_.data(), shape_.m,
                       shape_.n, shape_.k, static_cast<const T*>(args.inputs[0]), shape_.k, 1,
-                      static_cast<const T*>(args.inputs[1]), shape_.n, 1, static_cast<T*>(args.outputs[0]),
-                      args.num_threads);
+                      static_cast<const T*>(args.inputs[1]), trans_b_ ? 1 : shape_.n, trans_b_ ? shape_.k : 1,
+                      static_cast<T*>(args.outputs[0]), args.num_threads);
   }
   std::string name() const override { return "cpu:matmul"; }
 
  private:
   MatMulShape shape_;
+  bool trans_b_;
   std::vector<int64_t> a_offsets_, b_offsets_;
 };
 
-std::unique_ptr<Kernel> ownMatMul(DType dtype, const MatMulShape& shape) {
+std::unique_ptr<Kernel> ownMatMul(DType dtype, const MatMulShape& shape, bool trans_b) {
   switch (dtype) {
-    case DType::F64: return std::make_unique<OwnMatMulKernel<double>>(shape);
-    case DType::I32: return std::make_unique<OwnMatMulKernel<int32_t>>(shape);
-    case DType::I64: return std::make_unique<OwnMatMulKernel<int64_t>>(shape);
+    case DType::F64: return std::make_unique<OwnMatMulKernel<double>>(shape, trans_b);
+    case DType::I32: return std::make_unique<OwnMatMulKernel<int32_t>>(shape, trans_b);
+    case DType::I64: return std::make_unique<OwnMatMulKernel<int64_t>>(shape, trans_b);
     default: return nullptr;
   }
 }
@@ -540,7 +543,15 @@ std::unique_ptr<Kernel> makeEinsum(const KernelBuildContext& context) {
 
 std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
   const TensorDesc& a = context.input(0);
-  const TensorDesc& b = context.input(1);
+  // FusedMatMul's transB (foldTransposesIntoMatMuls): input 1 holds B with its last two
+  // axes swapped, read through swapped strides.
+  const Attribute* trans_b_attr = context.node().attr("transB");
+  const bool trans_b = trans_b_attr && trans_b_attr->asInt() != 0;
+  TensorDesc b = context.input(1);
+  if (trans_b) {
+    if (b.rank < 2) return nullptr;
+    std::swap(b.dims[b.rank - 2], b.dims[b.rank - 1]);
+  }
   const DType dtype = context.output(0).dtype;
   if (a.dtype != dtype || b.dtype != dtype) return nullptr;
   MatMulShape shape = matmulShape(a, b);
@@ -548,7 +559,16 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
     if (!epilogue.empty()) return nullptr;
     return makeZeroFillKernel(context, "cpu:matmul (empty)");
   }
-  if (!onednnFloat(dtype)) return epilogue.empty() ? ownMatMul(dtype, shape) : nullptr;
+  if (!onednnFloat(dtype)) return epilogue.empty() ? ownMatMul(dtype, shape, trans_b) : nullptr;
+  dnnl::memory::desc b_md = plainDesc(shape.b, dtype);
+  if (trans_b) {
+    const size_t rank = shape.b.size();
+    std::vector<int64_t> stored = shape.b;
+    std::swap(stored[rank - 2], stored[rank - 1]);
+    std::vector<int64_t> strides = stridesOf(stored);
+    std::swap(strides[rank - 2], strides[rank - 1]);
+    b_md = dnnl::memory::desc(shape.b, dnnlType(dtype), strides);
+  }
   dnnl::memory::desc dst = plainDesc(shape.out, dtype);
   std::vector<EpilogueStep> steps = epilogue.steps;
   std::optional<OnednnArg> bias = takeLeadingBias(context, steps, shape.n, shape.out.size());
@@ -558,8 +578,10 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
                       post_ops, extra)) {
     return nullptr;
   }
-  const Tensor* constant_b = context.constantInput(1);
-  return onednnMatmul(context, "matmul", plainDesc(shape.a, dtype), plainDesc(shape.b, dtype), dst,
+  // A constant B is pre-packed, unless transposed: then it is read in place, so that no
+  // second copy of a large weight (a tied embedding) is resident.
+  const Tensor* constant_b = trans_b ? nullptr : context.constantInput(1);
+  return onednnMatmul(context, trans_b ? "matmul(transB)" : "matmul", plainDesc(shape.a, dtype), b_md, dst,
                       constant_b ? constant_b->data() : nullptr, bias, post_ops, std::move(extra));
 }
 
