@@ -22,6 +22,20 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
   return strides;
 }
 
+// For f32, oneDNN 2.6's first choice is brgemm, which keeps f32 weights plain (format
+// `any` resolves to abc, so nothing is pre-packed) and copies B's blocks on every run; its
+// BLAS-style gemm:jit is faster on transformer shapes: BERT-base's FFN-in product
+// (128x768 by 768x3072) takes 11.3 ms on brgemm and 5.4 ms on gemm:jit, one thread. Returns
+// the gemm:jit implementation of `pd`'s problem when oneDNN offers one, else `pd` itself
+// (never a slower fallback such as ref).
+dnnl::matmul::primitive_desc preferJitGemm(const dnnl::matmul::primitive_desc& pd) {
+  dnnl::matmul::primitive_desc candidate = pd;
+  do {
+    if (implName(candidate).rfind("gemm:jit", 0) == 0) return candidate;
+  } while (candidate.next_impl());
+  return pd;
+}
+
 // A oneDNN matmul of src x weights -> dst with optional bias and post-ops. `weights`
 // comes from input 1 unless `constant_weights` is given: then it is pre-packed. Returns
 // nullptr when oneDNN has no implementation for the combination.
@@ -42,6 +56,7 @@ std::unique_ptr<Kernel> onednnMatmul(const KernelBuildContext& context, const st
     dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(src, weights_request, bias->desc, dst)
                                    : dnnl::matmul::desc(src, weights_request, dst);
     pd = dnnl::matmul::primitive_desc(desc, attr, engine);
+    if (src.data_type() == dnnl::memory::data_type::f32) pd = preferJitGemm(pd);
   } catch (const dnnl::error&) {
     return nullptr;
   }
