@@ -37,8 +37,9 @@ dnnl::matmul::primitive_desc preferJitGemm(const dnnl::matmul::primitive_desc& p
 }
 
 // A oneDNN matmul of src x weights -> dst with optional bias and post-ops. `weights`
-// comes from input 1 unless `constant_weights` is given: then it is pre-packed. Returns
-// nullptr when oneDNN has no implementation for the combination.
+// comes from input 1 unless `constant_weights` is given: then it is pre-packed if the
+// primitive wants another format than `weights`. Returns nullptr when oneDNN has no
+// implementation for the combination.
 std::unique_ptr<Kernel> onednnMatmul(const KernelBuildContext& context, const std::string& label,
                                      const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
                                      const dnnl::memory::desc& dst, const void* constant_weights,
@@ -64,7 +65,9 @@ std::unique_ptr<Kernel> onednnMatmul(const KernelBuildContext& context, const st
                               {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
                               {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}};
   std::vector<std::vector<std::byte>> owned;
-  if (constant_weights) {
+  // A constant already in the primitive's format (gemm:jit takes f32 weights plain) is read
+  // where it is stored: a copy would keep the weights resident twice.
+  if (constant_weights && pd.weights_desc() != weights) {
     owned.push_back(reorderConstant(engine, constant_weights, weights, pd.weights_desc()));
     args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, pd.weights_desc(), owned.back().data()});
   } else {
