@@ -60,6 +60,7 @@ void printReport(std::ostream& out, const ge::BuildReport& report, bool planned)
   }
   out << "folded constants: " << report.folded_constants << "\n";
   out << "fused epilogues: " << report.fused_epilogues << "\n";
+  out << "folded transposes: " << report.folded_transposes << "\n";
   out << "weights: " << report.weight_bytes << " bytes (" << formatBytes(static_cast<double>(report.weight_bytes))
       << ")\n";
   if (planned) {

@@ -260,6 +260,7 @@ int runConvert(const std::vector<std::string>& argv) {
   for (const auto& entry : report.ops_after) built_ops += entry.second;
   stages.push_back({"build", lap(), opsChange(optimized_ops, built_ops) + ", " +
                                         std::to_string(report.fused_epilogues) + " epilogues fused, " +
+                                        std::to_string(report.folded_transposes) + " transposes folded, " +
                                         std::to_string(report.folded_constants) + " constants folded"});
 
   progress.enter(4);

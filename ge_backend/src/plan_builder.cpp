@@ -205,15 +205,18 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   canonicalize(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
   eliminateDeadCode(graph);
-  if (options.fuse_epilogues) {
-    report.fused_epilogues = cpu::fuseEpilogues(graph, [&](const Node& fused) {
-      try {
-        return device.kernels().create(contextFor(fused, device, num_threads)) != nullptr;
-      } catch (const Error&) {
-        return false;  // no kernel takes this epilogue: the nodes stay separate
-      }
-    });
-  }
+  // Whether a rewritten node has a kernel; if not, the rewrite is dropped (the nodes stay
+  // separate).
+  auto kernelExists = [&](const Node& node) {
+    try {
+      return device.kernels().create(contextFor(node, device, num_threads)) != nullptr;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  if (options.fuse_epilogues) report.fused_epilogues = cpu::fuseEpilogues(graph, kernelExists);
+  report.folded_transposes = cpu::foldTransposesIntoMatMuls(graph, kernelExists);
+  eliminateDeadCode(graph);
   cpu::LayoutAssignment layouts = cpu::assignLayouts(
       graph, options.activation_layout,
       [&](const Node& conv) { return cpu::preferredConvLayout(contextFor(conv, device, num_threads)); },

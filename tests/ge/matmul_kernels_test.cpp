@@ -122,6 +122,8 @@ TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
                        "  %y = MatMul(%a, %b) : " + dtypeText(dtype) + "[8,16]\n  return %y\n}";
     RunResult result = runGraph(text, {a});
     EXPECT_TRUE(usesKernel(result, "onednn:matmul")) << result.kernels[0];
+    // f32 prefers oneDNN's gemm:jit over brgemm (preferJitGemm in matmul.cpp).
+    if (dtype == DType::F32) EXPECT_TRUE(usesKernel(result, "onednn:matmul gemm:jit")) << result.kernels[0];
   }
 }
 
@@ -148,7 +150,7 @@ TEST(MatMulKernels, SixteenBitTypesUseTheBestOnednnPath) {
   TestTensor h = inputFor(DType::F16, {8, 8}, 5);
   RunResult f16 = runGraph("graph @g(%a: f16[8,8], %b: f16[8,8]) {\n  %y = MatMul(%a, %b) : f16[8,8]\n  return %y\n}",
                            {h, h});
-  EXPECT_NE(f16.kernels[0].find("onednn:matmul brg"), std::string::npos) << f16.kernels[0];
+  EXPECT_NE(f16.kernels[0].find("onednn:matmul gemm:jit"), std::string::npos) << f16.kernels[0];
   EXPECT_NE(f16.kernels[0].find("via f32"), std::string::npos) << f16.kernels[0];
 }
 

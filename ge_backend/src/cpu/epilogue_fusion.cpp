@@ -32,6 +32,14 @@ const BaseOp* baseOf(const Node& node) {
   return nullptr;
 }
 
+// The permutation of a rank-`rank` tensor that swaps its last two axes.
+std::vector<int64_t> swapLastTwoAxes(size_t rank) {
+  std::vector<int64_t> perm(rank);
+  for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
+  if (rank >= 2) std::swap(perm[rank - 2], perm[rank - 1]);
+  return perm;
+}
+
 // The output type of the base op applied to the fused node's first inputs, from the base
 // op's own inference on a one-node scratch graph.
 void inferFused(InferenceContext& context, const BaseOp& base) {
@@ -40,9 +48,16 @@ void inferFused(InferenceContext& context, const BaseOp& base) {
   for (size_t i = 0; i < base.num_inputs && i < context.numInputs(); ++i) {
     inputs.push_back(context.hasInput(i) ? scratch.addInput("in" + std::to_string(i), context.inputType(i)) : nullptr);
   }
+  // FusedMatMul's transB: the product reads its right operand with the last two axes swapped.
+  const Attribute* trans_b = context.node().attr("transB");
+  if (base.op == std::string_view("MatMul") && trans_b && trans_b->asInt() != 0 && inputs.size() > 1) {
+    Node* transpose = scratch.createNode("Transpose", {inputs[1]});
+    transpose->setAttr("perm", swapLastTwoAxes(context.inputShape(1).rank()));
+    inputs[1] = transpose->output();
+  }
   Node* node = scratch.createNode(base.op, inputs);
   for (const auto& [name, attr] : context.node().attributes()) {
-    if (name != "epilogue") node->setAttr(name, attr);
+    if (name != "epilogue" && name != "transB") node->setAttr(name, attr);
   }
   KnownValueMap known;
   inferNode(*node, known);
@@ -119,6 +134,10 @@ void registerFusedOpSchemas(OpRegistry& registry) {
     fused.output("Y", original->outputs()[0].type_var);
     for (const AttrSpec& attr : original->attrs()) fused.attr(attr.name, attr.kind, attr.default_value, attr.required);
     fused.requiredAttr("epilogue", AttrKind::Graph);
+    if (base.op == std::string_view("MatMul")) {
+      // Set by foldTransposesIntoMatMuls: B is read transposed (last two axes) through strides.
+      fused.attr("transB", AttrKind::Int, int64_t{0});
+    }
     for (const TypeConstraint& constraint : original->typeConstraints()) {
       fused.typeConstraint(constraint.var, constraint.allowed);
     }
@@ -199,6 +218,42 @@ size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kerne
     absorbed += chain.size();
   }
   return absorbed;
+}
+
+size_t foldTransposesIntoMatMuls(Graph& graph, const std::function<bool(const Node&)>& kernel_accepts) {
+  size_t folded = 0;
+  for (Node* node : graph.nodeList()) {
+    const bool plain = node->is("MatMul"), fused = node->is("FusedMatMul", "estuary");
+    if ((!plain && !fused) || node->numInputs() < 2 || !node->input(1)) continue;
+    if (fused && node->attr("transB") && node->attr("transB")->asInt() != 0) continue;
+    const Node* transpose = node->input(1)->producer();
+    if (!transpose || !transpose->is("Transpose") || !transpose->attr("perm")) continue;
+    const size_t rank = node->input(1)->shape().rank();
+    if (rank < 2 || transpose->attr("perm")->asInts() != swapLastTwoAxes(rank)) continue;
+
+    std::vector<Value*> inputs = node->inputs();
+    inputs[1] = transpose->input(0);
+    Node* replacement = graph.createNodeBefore(node, "FusedMatMul", inputs, 1, "estuary");
+    for (const auto& [name, attr] : node->attributes()) replacement->setAttr(name, attr);
+    if (plain) {
+      // An empty epilogue: the subgraph returns the product itself.
+      auto epilogue = std::make_shared<Graph>("epilogue");
+      epilogue->addOutput(epilogue->addInput("y", node->output()->type()));
+      replacement->setAttr("epilogue", epilogue);
+    }
+    replacement->setAttr("transB", int64_t{1});
+    replacement->setName(node->name());
+    replacement->output()->setType(node->output()->type());
+    if (!kernel_accepts(*replacement)) {
+      graph.eraseNode(replacement);
+      continue;
+    }
+    replacement->output()->setName(node->output()->name());
+    node->output()->replaceAllUsesWith(replacement->output());
+    graph.eraseNode(node);
+    ++folded;
+  }
+  return folded;
 }
 
 namespace {

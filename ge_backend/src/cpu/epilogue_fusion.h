@@ -27,6 +27,13 @@ void registerFusedOpSchemas(OpRegistry& registry);
 // Fuses every chain for which `kernel_accepts` (asked with the fused node in place, before
 // anything is rewired) says a kernel exists; returns the number of nodes absorbed.
 size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kernel_accepts);
+// Replaces every MatMul (or FusedMatMul) whose right operand is a Transpose swapping its
+// last two axes by a FusedMatMul with transB = 1 reading the Transpose's input through
+// swapped strides, when `kernel_accepts` it: no transposed copy is made, neither of a
+// weight too large to fold at build time (GPT-2's tied LM head) nor of an activation
+// (attention's K^T) at run time. Returns the number folded; Transposes left without
+// users are for dead-code elimination.
+size_t foldTransposesIntoMatMuls(Graph& graph, const std::function<bool(const Node&)>& kernel_accepts);
 // The CPU kernels of the estuary::Fused* ops.
 void registerFusedKernels(KernelRegistry& registry);
 

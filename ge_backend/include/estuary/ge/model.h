@@ -66,6 +66,7 @@ struct BuildReport {
   size_t folded_constants = 0;
   size_t folded_batch_norms = 0;  // BatchNormalization nodes folded into the Conv before them
   size_t fused_epilogues = 0;
+  size_t folded_transposes = 0;  // Transposes read by a MatMul through strides instead of copied
   size_t weight_bytes = 0;
   // For the most recently built plan:
   size_t planned_activation_bytes = 0;  // arena size
