@@ -4,6 +4,7 @@
 
 #include "ops/common.h"
 #include "ops/register.h"
+#include "text/syntax.h"
 
 namespace estuary {
 namespace {
@@ -103,6 +104,8 @@ std::optional<double> constantScalar(const InferenceContext& context, size_t inp
   switch (tensor->dtype()) {
     case DType::F32: return tensor->data<float>()[0];
     case DType::F64: return tensor->data<double>()[0];
+    case DType::F16: return text::halfToFloat(tensor->data<uint16_t>()[0]);
+    case DType::BF16: return text::bfloat16ToFloat(tensor->data<uint16_t>()[0]);
     default: return std::nullopt;
   }
 }
