@@ -4,9 +4,9 @@
 #include <limits>
 #include <optional>
 
-#include "nn_test_support.h"
+#include "tensor_test_support.h"
 
-namespace estuary::ge::nn_test {
+namespace estuary::ge::tensor_test {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -456,4 +456,4 @@ TEST(RotaryEmbeddingKernel, BadShapesAreRefused) {
 }
 
 }  // namespace
-}  // namespace estuary::ge::nn_test
+}  // namespace estuary::ge::tensor_test

@@ -1,9 +1,9 @@
 // If and Loop: subgraphs planned once at build time and run by the node's kernel.
 #include <cstdio>
 
-#include "nn_test_support.h"
+#include "tensor_test_support.h"
 
-namespace estuary::ge::nn_test {
+namespace estuary::ge::tensor_test {
 namespace {
 
 TestTensor scalarOf(DType dtype, double value) { return TestTensor{dtype, {}, {value}}; }
@@ -290,4 +290,4 @@ TEST(LoopKernel, UnsupportedLoopsAreRefusedSayingWhy) {
 }
 
 }  // namespace
-}  // namespace estuary::ge::nn_test
+}  // namespace estuary::ge::tensor_test

@@ -3,9 +3,9 @@
 // (pre-packed) and run-time weights; epilogues and blocked activation layouts.
 #include "../../ge_backend/src/cpu/post_ops.h"
 #include "estuary/ge/device.h"
-#include "nn_test_support.h"
+#include "tensor_test_support.h"
 
-namespace estuary::ge::nn_test {
+namespace estuary::ge::tensor_test {
 namespace {
 
 struct ConvCase {
@@ -332,4 +332,4 @@ TEST(ConvEpilogues, RepeatedActivationWithOtherParametersIsDeclined) {
 }
 
 }  // namespace
-}  // namespace estuary::ge::nn_test
+}  // namespace estuary::ge::tensor_test

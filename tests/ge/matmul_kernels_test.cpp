@@ -4,9 +4,9 @@
 
 #include "../../ge_backend/src/cpu/post_ops.h"
 #include "estuary/ge/device.h"
-#include "nn_test_support.h"
+#include "tensor_test_support.h"
 
-namespace estuary::ge::nn_test {
+namespace estuary::ge::tensor_test {
 namespace {
 
 std::string dtypeText(DType dtype) { return std::string(dtypeName(dtype)); }
@@ -461,4 +461,4 @@ TEST(MatMulEpilogues, UnsupportedOperandsAreDeclined) {
 }
 
 }  // namespace
-}  // namespace estuary::ge::nn_test
+}  // namespace estuary::ge::tensor_test

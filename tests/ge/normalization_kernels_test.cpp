@@ -1,9 +1,9 @@
 // BatchNormalization (inference and training), LayerNormalization (with Mean/InvStdDev),
 // RMSNormalization, GroupNormalization and InstanceNormalization against closed forms in
 // double.
-#include "nn_test_support.h"
+#include "tensor_test_support.h"
 
-namespace estuary::ge::nn_test {
+namespace estuary::ge::tensor_test {
 namespace {
 
 // The result of normalizing values that were rounded to a 16-bit type is then rounded
@@ -195,4 +195,4 @@ TEST(NormalizationKernels, FloatNormsUseOnednn) {
 }
 
 }  // namespace
-}  // namespace estuary::ge::nn_test
+}  // namespace estuary::ge::tensor_test

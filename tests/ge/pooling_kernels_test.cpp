@@ -1,8 +1,8 @@
 // MaxPool (with and without Indices), AveragePool and the global pools against reference
 // loops in double: pads, strides, dilations, ceil_mode, auto_pad, count_include_pad.
-#include "nn_test_support.h"
+#include "tensor_test_support.h"
 
-namespace estuary::ge::nn_test {
+namespace estuary::ge::tensor_test {
 namespace {
 
 struct PoolCase {
@@ -210,4 +210,4 @@ TEST(PoolingKernels, FloatPoolsUseOnednn) {
 }
 
 }  // namespace
-}  // namespace estuary::ge::nn_test
+}  // namespace estuary::ge::tensor_test

@@ -1,8 +1,8 @@
 // Softmax, LogSoftmax and Hardmax (opset 13 axis semantics: one axis) against closed forms
 // in double, on every axis of several shapes.
-#include "nn_test_support.h"
+#include "tensor_test_support.h"
 
-namespace estuary::ge::nn_test {
+namespace estuary::ge::tensor_test {
 namespace {
 
 enum class Kind { Softmax, LogSoftmax, Hardmax };
@@ -92,4 +92,4 @@ TEST(NnKernels, ZeroSizedBatches) {
 }
 
 }  // namespace
-}  // namespace estuary::ge::nn_test
+}  // namespace estuary::ge::tensor_test
