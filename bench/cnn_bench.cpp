@@ -23,25 +23,12 @@
 
 #include "cnn_graphs.h"
 #include "estuary/ge/model.h"
+#include "timing.h"
 
 using namespace estuary;
-using Clock = std::chrono::steady_clock;
+using estuary::bench::medianSeconds;
 
 namespace {
-
-// Median seconds per call of `call`, timed for at least `seconds` (and 5 calls).
-double medianSeconds(const std::function<void()>& call, double seconds) {
-  for (int i = 0; i < 3; ++i) call();
-  std::vector<double> samples;
-  auto start = Clock::now();
-  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds || samples.size() < 5) {
-    auto before = Clock::now();
-    call();
-    samples.push_back(std::chrono::duration<double>(Clock::now() - before).count());
-  }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
 
 std::vector<float> randomData(int64_t count) {
   std::mt19937 random(5);

@@ -17,26 +17,13 @@
 #include <vector>
 
 #include "estuary/ge/model.h"
+#include "timing.h"
 #include "estuary/text/parser.h"
 
 using namespace estuary;
-using Clock = std::chrono::steady_clock;
+using estuary::bench::medianSeconds;
 
 namespace {
-
-// Median seconds per call of `call`, timed in batches for at least `seconds`.
-double medianSeconds(const std::function<void()>& call, double seconds) {
-  for (int i = 0; i < 3; ++i) call();
-  std::vector<double> samples;
-  auto start = Clock::now();
-  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds || samples.size() < 5) {
-    auto before = Clock::now();
-    call();
-    samples.push_back(std::chrono::duration<double>(Clock::now() - before).count());
-  }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
 
 std::vector<float> randomData(size_t count) {
   std::mt19937 random(5);
