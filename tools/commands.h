@@ -56,6 +56,15 @@ OpenedModel openModel(const std::string& path, ge::BuildOptions options, const I
 // The plain symbol a dim is ("batch"), or "" for static dims and expressions ("batch*seq").
 std::string plainSymbol(const Dim& dim);
 
+// The weights of a graph: the tensors of its Constant nodes, subgraphs included (defined in
+// inspect.cpp).
+struct Parameters {
+  size_t constants = 0;
+  int64_t elements = 0;
+  size_t bytes = 0;
+};
+Parameters countParameters(const Graph& graph);
+
 // "12.3 us", "4.567 ms", "1.234 s".
 std::string formatSeconds(double seconds);
 // "1.5 KiB", "12.0 MiB", "512 B".

@@ -56,31 +56,6 @@ std::vector<std::string> withAtcSpellings(std::vector<std::string> args) {
   return args;
 }
 
-size_t countNodes(const Graph& graph) { return graph.numNodesRecursive(); }
-
-struct Parameters {
-  int64_t count = 0;
-  size_t bytes = 0;
-};
-
-// Weights are the tensors held by Constant nodes (including those of subgraphs).
-Parameters countParameters(const Graph& graph) {
-  Parameters parameters;
-  for (const Node* node : graph.nodes()) {
-    for (const auto& [name, value] : node->attributes()) {
-      if (value.kind() == AttrKind::Tensor) {
-        parameters.count += value.asTensor().numElements();
-        parameters.bytes += value.asTensor().byteSize();
-      } else if (value.kind() == AttrKind::Graph) {
-        Parameters inner = countParameters(*value.asGraph());
-        parameters.count += inner.count;
-        parameters.bytes += inner.bytes;
-      }
-    }
-  }
-  return parameters;
-}
-
 std::string withThousands(int64_t number) {
   std::string digits = std::to_string(number);
   for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<size_t>(i), ",");
@@ -215,7 +190,7 @@ int runConvert(const std::vector<std::string>& argv) {
   } catch (const Error& error) {
     raise(model_path, ": the frontend produced invalid IR (a frontend bug):\n", error.what());
   }
-  size_t translated_ops = countNodes(*graph);
+  size_t translated_ops = graph->numNodesRecursive();
   stages.push_back({"translate", lap(), "ops " + std::to_string(translated_ops)});
   Parameters parameters = countParameters(*graph);
 
@@ -227,7 +202,7 @@ int runConvert(const std::vector<std::string>& argv) {
   progress.enter(2);
   if (log >= LogLevel::Debug) manager->setLog(&std::cerr);
   manager->run(*graph);
-  size_t optimized_ops = countNodes(*graph);
+  size_t optimized_ops = graph->numNodesRecursive();
   stages.push_back({"pipeline", lap(), opsChange(translated_ops, optimized_ops) + ", " +
                                            std::to_string(manager->totalChanges()) + " changes"});
 
@@ -279,7 +254,7 @@ int runConvert(const std::vector<std::string>& argv) {
   for (const auto& [symbol, range] : model->dimRanges()) {
     out << "\ndim " << symbol << ": " << range.min << "~" << range.max;
   }
-  out << "\nparameters: " << withThousands(parameters.count) << " ("
+  out << "\nparameters: " << withThousands(parameters.elements) << " ("
       << formatBytes(static_cast<double>(parameters.bytes)) << ")\n";
   printSummary(out, stages);
   bool planned = true;

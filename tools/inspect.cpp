@@ -17,9 +17,6 @@ namespace {
 struct Summary {
   std::map<std::string, size_t> op_counts;
   size_t nodes = 0;
-  size_t constants = 0;
-  int64_t parameters = 0;  // elements in Constant tensors
-  size_t parameter_bytes = 0;
   std::set<std::string> symbols;
 };
 
@@ -35,13 +32,6 @@ void summarize(const Graph& graph, Summary& summary) {
   for (Node* node : graph.nodes()) {
     ++summary.nodes;
     ++summary.op_counts[node->qualifiedOpType()];
-    if (node->is("Constant")) {
-      if (const Attribute* value = node->attr("value"); value && value->kind() == AttrKind::Tensor) {
-        ++summary.constants;
-        summary.parameters += value->asTensor().numElements();
-        summary.parameter_bytes += value->asTensor().byteSize();
-      }
-    }
     for (Value* output : node->outputs()) collectSymbols(output->shape(), summary.symbols);
     for (Graph* subgraph : node->subgraphs()) summarize(*subgraph, summary);
   }
@@ -66,6 +56,26 @@ void printValues(std::ostream& out, const char* title, const std::vector<Value*>
 
 }  // namespace
 
+Parameters countParameters(const Graph& graph) {
+  Parameters parameters;
+  for (const Node* node : graph.nodes()) {
+    if (node->is("Constant")) {
+      if (const Attribute* value = node->attr("value"); value && value->kind() == AttrKind::Tensor) {
+        ++parameters.constants;
+        parameters.elements += value->asTensor().numElements();
+        parameters.bytes += value->asTensor().byteSize();
+      }
+    }
+    for (const Graph* subgraph : node->subgraphs()) {
+      Parameters inner = countParameters(*subgraph);
+      parameters.constants += inner.constants;
+      parameters.elements += inner.elements;
+      parameters.bytes += inner.bytes;
+    }
+  }
+  return parameters;
+}
+
 int runInspect(const std::vector<std::string>& argv) {
   Arguments args("inspect", "FILE [options]",
                  "Prints a graph's inputs and outputs with their shapes, the op histogram, the\n"
@@ -83,8 +93,9 @@ int runInspect(const std::vector<std::string>& argv) {
   printValues(out, "inputs", graph->inputs(), *graph);
   printValues(out, "outputs", graph->outputs(), *graph);
   out << "nodes: " << summary.nodes << " (" << graph->numNodes() << " at top level)\n";
-  out << "parameters: " << summary.parameters << " in " << summary.constants << " constants ("
-      << summary.parameter_bytes << " bytes)\n";
+  Parameters parameters = countParameters(*graph);
+  out << "parameters: " << parameters.elements << " in " << parameters.constants << " constants ("
+      << parameters.bytes << " bytes)\n";
   out << "symbolic dims:";
   for (const std::string& symbol : summary.symbols) out << " " << symbol;
   out << (summary.symbols.empty() ? " none\n" : "\n");
