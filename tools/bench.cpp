@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include "arguments.h"
@@ -110,6 +111,44 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
+// "node 'x' (Conv) -> onednn:conv" -> "Conv -> onednn:conv": the step's op and kernel.
+std::string opAndKernel(const std::string& label) {
+  size_t open = label.find(" (");
+  size_t close = label.find(')', open == std::string::npos ? 0 : open);
+  if (open == std::string::npos || close == std::string::npos) return label;
+  return label.substr(open + 2, close - open - 2) + label.substr(close + 1);
+}
+
+void printProfile(std::ostream& out, const std::vector<ge::StepProfile>& steps, size_t slowest) {
+  if (steps.empty() || steps.front().runs == 0) return;
+  const double runs = static_cast<double>(steps.front().runs);
+  double total = 0;
+  std::map<std::string, std::pair<double, size_t>> by_kind;  // seconds, steps
+  for (const ge::StepProfile& step : steps) {
+    total += step.seconds;
+    auto& [seconds, count] = by_kind[opAndKernel(step.label)];
+    seconds += step.seconds;
+    ++count;
+  }
+  std::vector<std::pair<std::string, std::pair<double, size_t>>> kinds(by_kind.begin(), by_kind.end());
+  std::sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  out << "profile     " << steps.size() << " steps, " << formatSeconds(total / runs) << " per run (mean of "
+      << steps.front().runs << " profiled runs)\n";
+  out << "  share  per run     steps  op -> kernel\n";
+  auto row = [&](double seconds, const std::string& count, const std::string& what) {
+    out << "  " << std::right << std::setw(4) << std::fixed << std::setprecision(1) << 100.0 * seconds / total << "%  "
+        << std::left << std::setw(10) << formatSeconds(seconds / runs) << std::right << std::setw(7) << count << "  "
+        << std::left << what << "\n"
+        << std::defaultfloat;
+  };
+  for (const auto& [kind, figures] : kinds) row(figures.first, std::to_string(figures.second), kind);
+  std::vector<const ge::StepProfile*> ordered;
+  for (const ge::StepProfile& step : steps) ordered.push_back(&step);
+  std::sort(ordered.begin(), ordered.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
+  out << "  slowest steps:\n";
+  for (size_t i = 0; i < std::min(slowest, ordered.size()); ++i) row(ordered[i]->seconds, "", ordered[i]->label);
+}
+
 }  // namespace
 
 int runBench(const std::vector<std::string>& argv) {
@@ -127,6 +166,8 @@ int runBench(const std::vector<std::string>& argv) {
           {"warmup", "N", "untimed runs first", "10"},
           {"iterations", "N", "timed runs", "100"},
           {"seed", "N", "seed of the random inputs", "0"},
+          {"profile", "", "after the timed runs, time every step of as many more runs and print where\n"
+                          "the time goes: per op and kernel, then the slowest nodes", ""},
       });
   if (!args.parse(argv)) return 0;
   if (args.positionals().size() != 1) usageError("estuary bench: expected one MODEL file (see --help)");
@@ -194,6 +235,11 @@ int runBench(const std::vector<std::string>& argv) {
   if (batch > 0) out << " (" << per_second * static_cast<double>(batch) << " samples/s at batch " << batch << ")";
   out << "\n" << std::defaultfloat;
   out << "peak RSS    " << formatBytes(static_cast<double>(usage.ru_maxrss) * 1024) << "\n";
+  if (args.flag("profile")) {
+    context->setProfiling(true);
+    for (int64_t i = 0; i < iterations; ++i) context->run(inputs);
+    printProfile(out, context->profile(), 15);
+  }
   return 0;
 }
 

@@ -68,12 +68,19 @@ class PlanState {
   // Points the input and output slots at `inputs` / `outputs` (in graph order) and runs
   // the steps.
   void execute(const void* const* inputs, void* const* outputs, int threads, DeviceRunState* device);
+  // With profiling on, execute() adds each step's time to its entry in stepSeconds().
+  void setProfiling(bool on);
+  const std::vector<double>& stepSeconds() const { return step_seconds_; }
+  uint64_t profiledRuns() const { return profiled_runs_; }
 
  private:
   const Plan& plan_;
   std::byte* arena_ = nullptr;
   std::vector<std::unique_ptr<KernelState>> kernel_states_;
   std::vector<void*> pointers_;  // one per plan argument slot
+  bool profiling_ = false;
+  std::vector<double> step_seconds_;
+  uint64_t profiled_runs_ = 0;
 };
 
 // The constant a value holds when a Constant node produces it, else nullptr.

@@ -1,5 +1,6 @@
 #include <omp.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -43,6 +44,7 @@ void RunContext::bind(const std::vector<HostTensor>& inputs) {
   }
   plan_state_ = std::make_unique<PlanState>(*plan_);
   plan_state_->place(static_cast<std::byte*>(arena_));
+  plan_state_->setProfiling(profiling_);
   owned_outputs_.assign(plan_->output_descs.size(), {});
   output_views_.clear();
   for (const TensorDesc& desc : plan_->output_descs) output_views_.push_back(HostTensor::of(desc, nullptr));
@@ -71,12 +73,26 @@ void PlanState::execute(const void* const* inputs, void* const* outputs, int thr
     if (slot.kind == Slot::Kind::Input) pointers_[i] = const_cast<void*>(inputs[slot.index]);
     if (slot.kind == Slot::Kind::Output) pointers_[i] = outputs[slot.index];
   }
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point started = profiling_ ? Clock::now() : Clock::time_point{};
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     void* const* slots = pointers_.data() + step.first_slot;
     KernelArgs args{slots, slots + step.num_inputs, arena_ + step.scratch_offset, threads, device};
     step.kernel->run(args, kernel_states_[s].get());
+    if (profiling_) {
+      Clock::time_point finished = Clock::now();
+      step_seconds_[s] += std::chrono::duration<double>(finished - started).count();
+      started = finished;
+    }
   }
+  if (profiling_) ++profiled_runs_;
+}
+
+void PlanState::setProfiling(bool on) {
+  profiling_ = on;
+  step_seconds_.assign(on ? plan_.steps.size() : 0, 0.0);
+  profiled_runs_ = 0;
 }
 
 void PlanState::producedDescs(std::vector<TensorDesc>& descs) const {
@@ -126,6 +142,20 @@ void RunContext::run(const std::vector<HostTensor>& inputs, const std::vector<Ho
     output_pointers_[k] = outputs[k].data;
   }
   execute(inputs, output_pointers_.data());
+}
+
+void RunContext::setProfiling(bool on) {
+  profiling_ = on;
+  if (plan_state_) plan_state_->setProfiling(on);
+}
+
+std::vector<StepProfile> RunContext::profile() const {
+  std::vector<StepProfile> steps;
+  if (!plan_ || !profiling_) return steps;
+  for (size_t s = 0; s < plan_->steps.size(); ++s) {
+    steps.push_back({plan_->steps[s].label, plan_state_->stepSeconds()[s], plan_state_->profiledRuns()});
+  }
+  return steps;
 }
 
 std::vector<TensorDesc> RunContext::outputDescs(const std::vector<HostTensor>& inputs) {

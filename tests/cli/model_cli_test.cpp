@@ -287,6 +287,15 @@ TEST_F(ModelCli, BenchReportsLatencyPercentilesThroughputAndMemory) {
   }
 }
 
+TEST_F(ModelCli, BenchProfileShowsWhereTheTimeGoes) {
+  CliRun run = runCli("bench " + path("m.est") + " --input-shape 'x:2,512;y:2,512' --iterations 5 --profile");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_CONTAINS(run.output, "(mean of 5 profiled runs)");
+  EXPECT_CONTAINS(run.output, "op -> kernel");
+  EXPECT_CONTAINS(run.output, "slowest steps:");
+  EXPECT_CONTAINS(run.output, "%  ");
+}
+
 TEST_F(ModelCli, BenchTakesShapesFromInputShapeAndBuildsIrFiles) {
   CliRun run = runCli("bench " + path("m.est") + " --input-shape 'y:5,-1' --iterations 3");
   ASSERT_EQ(run.exit_code, 0) << run.output;

@@ -32,6 +32,35 @@ TEST(Runtime, RunsABroadcastingChain) {
   }
 }
 
+TEST(Runtime, ProfilingTimesEveryStepOnlyWhileOn) {
+  auto graph = parseGraph(R"(graph @g(%x: f32[2,3], %b: f32[3]) {
+  %s = Add(%x, %b) : f32[2,3]
+  %m = Mul(%s, %s) : f32[2,3]
+  return %m
+})");
+  auto model = CompiledModel::build(*graph);
+  auto context = model->createContext();
+  std::vector<float> x(6, 1.0f), b(3, 2.0f);
+  std::vector<HostTensor> inputs{host(x, {2, 3}), host(b, {3})};
+  context->run(inputs);
+  EXPECT_TRUE(context->profile().empty());  // off by default
+  context->setProfiling(true);
+  for (int i = 0; i < 3; ++i) context->run(inputs);
+  std::vector<StepProfile> steps = context->profile();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_NE(steps[0].label.find("(Add) -> "), std::string::npos) << steps[0].label;
+  EXPECT_NE(steps[1].label.find("(Mul) -> "), std::string::npos) << steps[1].label;
+  for (const StepProfile& step : steps) {
+    EXPECT_EQ(step.runs, 3u);
+    EXPECT_GT(step.seconds, 0.0);
+  }
+  context->setProfiling(true);  // switching it on again starts over
+  EXPECT_EQ(context->profile()[0].runs, 0u);
+  context->setProfiling(false);
+  context->run(inputs);
+  EXPECT_TRUE(context->profile().empty());
+}
+
 TEST(Runtime, SymbolicBatchBuildsOnePlanPerShape) {
   auto graph = parseGraph(R"(graph @g(%x: f32[batch,4], %y: f32[batch,4]) {
   %s = Add(%x, %y) : f32[batch,4]

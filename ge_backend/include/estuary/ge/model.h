@@ -75,6 +75,13 @@ struct BuildReport {
   size_t layout_reorders = 0;            // estuary::Reorder steps the layout assignment added
 };
 
+// Time spent in one step of a plan over the runs since profiling was switched on.
+struct StepProfile {
+  std::string label;  // "node 'conv1' (Conv) -> onednn:conv"
+  double seconds = 0;
+  uint64_t runs = 0;
+};
+
 struct IoInfo {
   std::string name;
   TensorType type;  // may have symbolic dims
@@ -156,6 +163,13 @@ class RunContext {
   // By name, for convenience (allocates).
   std::map<std::string, HostTensor> runNamed(const std::map<std::string, HostTensor>& inputs);
 
+  // Per-step timing (ORT's profiling): off by default, since reading the clock around every
+  // step costs about as much as a small kernel. Switching it on clears the figures.
+  void setProfiling(bool on);
+  // The steps of the plan in use, in run order, with the time spent in each since profiling
+  // was switched on or the plan changed.
+  std::vector<StepProfile> profile() const;
+
  private:
   friend class CompiledModel;
   explicit RunContext(std::shared_ptr<const CompiledModel> model);
@@ -174,6 +188,7 @@ class RunContext {
   std::vector<std::vector<std::byte>> owned_outputs_;
   std::vector<HostTensor> output_views_;
   std::vector<TensorDesc> produced_descs_;
+  bool profiling_ = false;
   std::vector<void*> output_pointers_;
 };
 
