@@ -7,7 +7,8 @@ against ORT's session creation.
 
 Each measurement runs in a fresh process that imports only NumPy and one engine, so peak
 RSS is the engine's own. Engines alternate per configuration, so drift on a shared machine
-hits both alike.
+hits both alike. Each engine runs with its own defaults for idle workers: ONNX Runtime's
+spin, Estuary's short spin (GOMP_SPINCOUNT=10000, set by `import estuary`).
 """
 import argparse
 import json
@@ -74,7 +75,7 @@ def worker(args):
 
 
 def measure(engine, onnx_path, inputs_path, threads, args):
-    environment = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY="passive")
+    environment = dict(os.environ, OMP_NUM_THREADS=str(threads))
     command = [sys.executable, __file__, "--worker", engine, "--onnx", onnx_path, "--inputs", inputs_path,
                "--threads", str(threads), "--iterations", str(args.iterations), "--seconds", str(args.seconds),
                "--warmup", str(args.warmup)]

@@ -7,26 +7,13 @@
 """
 import os as _os
 
-# oneDNN's OpenMP workers spin between parallel regions by default, and on a shared machine a
-# spinning worker holds a core its sibling needs (a 60 ms ResNet-50 took 450 ms). libgomp
-# reads the policy once, when the extension module loads it, so it is set before the import
-# unless the user chose one.
-def _openmp_already_loaded():
-    try:
-        with open("/proc/self/maps") as maps:
-            return "libgomp" in maps.read()
-    except OSError:
-        return False
-
-
-if "OMP_WAIT_POLICY" not in _os.environ:
-    if _openmp_already_loaded():
-        import warnings as _warnings
-
-        _warnings.warn("estuary was imported after an OpenMP runtime was loaded (by torch, say), so its "
-                       "worker threads spin between operations; import estuary first, or set "
-                       "OMP_WAIT_POLICY=passive in the environment, if other work shares the cores")
-    _os.environ["OMP_WAIT_POLICY"] = "passive"
+# libgomp's idle workers spin for about a millisecond before they sleep, and on a shared
+# machine a spinning worker holds a core its sibling needs (a 60 ms ResNet-50 took 450 ms);
+# sleeping at once makes each parallel region cost ~10 us to start. A short spin (~0.1 ms)
+# keeps both, as the command line does. libgomp reads its settings when it is loaded, so this
+# only takes effect when estuary is imported before torch (whose OpenMP runtime is shared).
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
 
 from ._estuary import EstuaryError, Graph, Model, UnsupportedOpsError, convert, _set_config_dir
 

@@ -125,8 +125,10 @@ double readScalar(const void* data, DType dtype);
 // Elements one thread should have at least before another one helps: a fork/join costs
 // about as much as streaming this many elements through a cheap operation.
 inline constexpr int64_t kCheapGrain = int64_t{1} << 15;
-// For operations that spend tens of instructions per element (exp, erf, sin ...).
-inline constexpr int64_t kCostlyGrain = int64_t{1} << 11;
+// For operations that spend tens of instructions per element (exp, erf, sin ...): a few
+// nanoseconds each, so that a half of this many is worth a parallel region's start (10 us
+// when the workers sleep between regions).
+inline constexpr int64_t kCostlyGrain = int64_t{1} << 13;
 
 // Runs fn(begin, end) over contiguous ranges covering [0, n), one per thread; range bounds
 // are multiples of 16 elements so that threads do not share cache lines.

@@ -1,5 +1,6 @@
 #include "cpu/nn_support.h"
 
+#include "cpu/elementwise_loops.h"
 #include "cpu/nn_kernels.h"
 
 #include <array>
@@ -75,7 +76,7 @@ void narrow(const float* from, void* to, int64_t count, int threads) {
 #pragma omp parallel for simd num_threads(threads) if (count > (1 << 16))
   for (int64_t i = 0; i < count; ++i) {
     if constexpr (std::is_same_v<Narrow, BFloat16>) {
-      target[i] = toBF16(from[i]);
+      target[i] = toBFloat16(from[i]);
     } else {
       target[i] = static_cast<Narrow>(from[i]);
     }
@@ -206,8 +207,42 @@ BuildThreads::BuildThreads(int threads) : saved_(omp_get_max_threads()) {
 
 BuildThreads::~BuildThreads() { omp_set_num_threads(saved_); }
 
+namespace {
+
+// Multiply-adds per output element of the products and convolutions; 0 for other ops.
+int64_t reductionLength(const KernelBuildContext& context) {
+  const std::string& op = context.node().opType();
+  if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm") {
+    const TensorDesc& a = context.input(0);
+    const Attribute* trans_a = context.node().attr("transA");  // Gemm's; MatMul has none
+    bool transposed = trans_a && trans_a->asInt() != 0;
+    return a.rank == 0 ? 1 : a.dims[a.rank - (transposed && a.rank >= 2 ? 2 : 1)];
+  }
+  if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
+    const TensorDesc& weights = context.input(1);
+    return weights.rank == 0 || weights.dims[0] == 0 ? 1 : weights.numElements() / weights.dims[0];
+  }
+  if (op == "Attention") return 2 * context.input(1).dims[context.input(1).rank - 2];
+  return 0;
+}
+
+}  // namespace
+
+int threadsForWork(const KernelBuildContext& context) {
+  constexpr int64_t kMacsPerElement = 16;
+  int64_t work = 0;
+  if (int64_t length = reductionLength(context)) {
+    for (size_t k = 0; k < context.numOutputs(); ++k) work += context.output(k).numElements() * length;
+    work /= kMacsPerElement;
+  } else {
+    for (size_t i = 0; i < context.numInputs(); ++i) work += context.hasInput(i) ? context.input(i).numElements() : 0;
+    for (size_t k = 0; k < context.numOutputs(); ++k) work += context.output(k).numElements();
+  }
+  return work < kCheapGrain ? 1 : context.maxThreads();
+}
+
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory) {
-  BuildThreads threads(context.maxThreads());
+  BuildThreads threads(threadsForWork(context));
   bool has_f16 = false, has_bf16 = false;
   for (size_t i = 0; i < context.numInputs(); ++i) {
     has_f16 |= context.hasInput(i) && context.input(i).dtype == DType::F16;

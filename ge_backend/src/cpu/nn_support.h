@@ -12,33 +12,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/bfloat16.h"
 #include "cpu/onednn_kernel.h"
 
 namespace estuary::ge::cpu {
 
-// bf16 storage: the upper half of an f32.
-struct BFloat16 {
-  uint16_t bits;
-};
-
 inline float toF32(float value) { return value; }
 inline float toF32(_Float16 value) { return static_cast<float>(value); }
-inline float toF32(BFloat16 value) {
-  uint32_t bits = static_cast<uint32_t>(value.bits) << 16;
-  float result;
-  std::memcpy(&result, &bits, sizeof result);
-  return result;
-}
-
-// Round to nearest even, NaN kept quiet; branch-free apart from the NaN select so that
-// loops storing bf16 vectorize.
-inline BFloat16 toBF16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  return BFloat16{static_cast<uint16_t>(nan ? 0x7fc0u : rounded)};
-}
+inline float toF32(BFloat16 value) { return toFloat(value); }
 
 // The type an element is computed in: f32 for the 16-bit floats, itself otherwise.
 template <typename T>
@@ -56,7 +37,7 @@ inline ComputeType<T> loadAs(const T& value) {
 template <typename T, typename C>
 inline T storeAs(C value) {
   if constexpr (std::is_same_v<T, BFloat16>) {
-    return toBF16(static_cast<float>(value));
+    return toBFloat16(static_cast<float>(value));
   } else {
     return static_cast<T>(value);
   }
@@ -121,7 +102,14 @@ class BuildThreads {
   int saved_;
 };
 
-// Builds a kernel with `factory` (under BuildThreads), computing in f32 where oneDNN
+// The threads a kernel for the context's node should be built for: one when the node's work
+// is below what starting a parallel region costs (about 1 us with spinning workers, 10 us
+// with sleeping ones), else the build's. Work is counted in elements of a cheap element-wise
+// op; a multiply-add of a matrix product or convolution counts 1/16 (vector FMAs on data in
+// cache), so a 32x64x64 MatMul runs on one thread and a 128x768x768 one on all.
+int threadsForWork(const KernelBuildContext& context);
+
+// Builds a kernel with `factory` (under BuildThreads(threadsForWork)), computing in f32 where oneDNN
 // cannot do better: f16 tensors (oneDNN 2.6 has no f16 primitives on this CPU, only
 // reorders) and bf16 cases for which it offers only its reference implementation or that
 // `factory` declines. The f32 kernel then runs on converted copies of the 16-bit inputs

@@ -1,5 +1,7 @@
 #include "cpu/onednn_kernel.h"
 
+#include <omp.h>
+
 namespace estuary::ge::cpu {
 
 namespace {
@@ -18,7 +20,7 @@ class OnednnState final : public KernelState {
 OnednnKernel::OnednnKernel(std::string name, const dnnl::engine& engine, dnnl::primitive primitive,
                            size_t scratchpad_bytes, std::vector<OnednnArg> args)
     : name_(std::move(name)), engine_(engine), primitive_(std::move(primitive)),
-      scratchpad_bytes_(scratchpad_bytes), args_(std::move(args)) {}
+      scratchpad_bytes_(scratchpad_bytes), args_(std::move(args)), threads_(omp_get_max_threads()) {}
 
 std::unique_ptr<KernelState> OnednnKernel::createState() const {
   auto state = std::make_unique<OnednnState>();
@@ -47,8 +49,11 @@ void OnednnKernel::run(const KernelArgs& args, KernelState* raw_state) const {
     dnnl_memory_set_data_handle(state->exec_args[i].memory, data);
     state->handles[i] = data;
   }
+  const bool fewer_threads = threads_ < args.num_threads;
+  if (fewer_threads) omp_set_num_threads(threads_);
   dnnl_status_t status = dnnl_primitive_execute(primitive_.get(), streamOf(args).get(),
                                                  static_cast<int>(state->exec_args.size()), state->exec_args.data());
+  if (fewer_threads) omp_set_num_threads(args.num_threads);
   if (status != dnnl_success) raise(name_, ": oneDNN execution failed (status ", static_cast<int>(status), ")");
 }
 

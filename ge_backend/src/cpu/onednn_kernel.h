@@ -4,6 +4,10 @@
 // only swaps the data pointers that changed since its last run (arena buffers keep theirs)
 // and calls the C API. oneDNN 2.6's dnnl_primitive_execute itself still turns the argument
 // array into a small std::unordered_map per call; its public API has no way around that.
+//
+// A primitive runs with the OpenMP threads it was created for (oneDNN sizes some work splits
+// then): factories create small ones under BuildThreads(1), since starting a parallel region
+// costs more than their whole work.
 #include <dnnl.h>
 
 #include <dnnl.hpp>
@@ -34,6 +38,8 @@ class OnednnKernel : public Kernel {
   std::unique_ptr<KernelState> createState() const override;
   void run(const KernelArgs& args, KernelState* state) const override;
   std::string name() const override { return name_; }
+  // The OpenMP threads the primitive was created for.
+  int threads() const { return threads_; }
 
  protected:
   // Owns pre-packed weights referenced by Source::Constant arguments.
@@ -45,6 +51,7 @@ class OnednnKernel : public Kernel {
   dnnl::primitive primitive_;
   size_t scratchpad_bytes_;
   std::vector<OnednnArg> args_;
+  int threads_;
 };
 
 // A kernel copying input 0 laid out as `from` into output 0 laid out as `to`.

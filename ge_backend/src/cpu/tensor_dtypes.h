@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "cpu/bfloat16.h"
 #include "estuary/ir/dtype.h"
 #include "estuary/support/error.h"
 
@@ -16,28 +17,6 @@ namespace estuary::ge::cpu {
 // IEEE half: the compiler converts to and from f32 (F16C / AVX512-FP16 instructions when
 // the target has them).
 using Half = _Float16;
-
-// bfloat16 as its bits: the upper half of an f32. GCC 12 has no arithmetic on __bf16, and
-// shifts vectorize where a library conversion would not.
-struct BFloat16 {
-  uint16_t bits;
-};
-
-inline float bf16ToFloat(BFloat16 value) {
-  uint32_t bits = static_cast<uint32_t>(value.bits) << 16;
-  float result;
-  std::memcpy(&result, &bits, sizeof(result));
-  return result;
-}
-
-// Round to nearest even; NaN stays a (quiet) NaN.
-inline BFloat16 floatToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<uint16_t>((bits >> 16) | 0x40)};
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return BFloat16{static_cast<uint16_t>(bits >> 16)};
-}
 
 // Storage type S computes in Compute<S>: f32 for the 16-bit floats, itself otherwise.
 template <typename S>
@@ -55,8 +34,8 @@ struct ElementTraits<Half> {
 template <>
 struct ElementTraits<BFloat16> {
   using Compute = float;
-  static float load(BFloat16 value) { return bf16ToFloat(value); }
-  static BFloat16 store(float value) { return floatToBf16(value); }
+  static float load(BFloat16 value) { return toFloat(value); }
+  static BFloat16 store(float value) { return toBFloat16(value); }
 };
 
 template <typename S>
@@ -141,7 +120,7 @@ inline int64_t elementAsInt(DType dtype, const void* data, int64_t i) {
     case DType::F32: return static_cast<int64_t>(static_cast<const float*>(data)[i]);
     case DType::F64: return static_cast<int64_t>(static_cast<const double*>(data)[i]);
     case DType::F16: return static_cast<int64_t>(static_cast<float>(static_cast<const Half*>(data)[i]));
-    case DType::BF16: return static_cast<int64_t>(bf16ToFloat(static_cast<const BFloat16*>(data)[i]));
+    case DType::BF16: return static_cast<int64_t>(toFloat(static_cast<const BFloat16*>(data)[i]));
     default: break;
   }
   raise("no integer value for dtype ", dtypeName(dtype));
@@ -153,7 +132,7 @@ inline double elementAsDouble(DType dtype, const void* data, int64_t i) {
     case DType::F32: return static_cast<const float*>(data)[i];
     case DType::F64: return static_cast<const double*>(data)[i];
     case DType::F16: return static_cast<float>(static_cast<const Half*>(data)[i]);
-    case DType::BF16: return bf16ToFloat(static_cast<const BFloat16*>(data)[i]);
+    case DType::BF16: return toFloat(static_cast<const BFloat16*>(data)[i]);
     default: return static_cast<double>(elementAsInt(dtype, data, i));
   }
 }

@@ -17,15 +17,14 @@
 #include <limits>
 #include <utility>
 
+#include "cpu/bfloat16.h"
+
 namespace estuary::ge::cpu {
 
 // --- Storage types -------------------------------------------------------------------------
 // Distinct types for the element types C++ lacks, so that templates can tell them apart from
 // the integers of the same width.
 struct Half {
-  uint16_t bits;
-};
-struct BFloat16 {
   uint16_t bits;
 };
 // Estuary's bool: one byte, any nonzero value reads as true, kernels write 0 or 1.
@@ -93,15 +92,8 @@ inline Half toHalf(float x) {
   return Half{static_cast<uint16_t>(result | sign)};
 }
 
-inline float toFloat(BFloat16 b) { return floatOf(static_cast<uint32_t>(b.bits) << 16); }
-
-// Round to nearest even; overflow gives Inf, NaN stays (quiet) NaN.
-inline BFloat16 toBFloat16(float x) {
-  uint32_t bits = bitsOf(x);
-  uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-  uint32_t nan = (bits >> 16) | 0x40u;
-  return BFloat16{static_cast<uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded)};
-}
+using cpu::toBFloat16;
+using cpu::toFloat;
 
 // Converting a double to f16/bf16 through f32 would round twice. Rounding to f32 "to odd"
 // (truncate, then set the last bit when anything was cut off) keeps the information the
