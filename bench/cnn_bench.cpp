@@ -3,11 +3,13 @@
 // the bottleneck chain against the same network written with oneDNN directly.
 //
 //   cnn_bench [--model resnet50|mobilenetv2|bottleneck|FILE.eom] [--batch N] [--threads T]
-//             [--seconds S] [--layouts-only 1]
+//             [--seconds S] [--rounds R] [--layouts-only 1]
 //
 // The synthetic models (cnn_graphs.h) are built with random weights; a .eom file (from
 // `estuary build`) runs with its inputs' symbolic dims set to the batch. Prints one
-// markdown row per configuration: median latency, the ratio to the layout-assigned run.
+// markdown row per configuration (layout assignment, then each layout forced throughout):
+// median latency over the rounds, and the median of each round's ratio to the
+// layout-assigned run.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -66,7 +68,10 @@ EstuaryRun timeModel(const std::shared_ptr<ge::CompiledModel>& model, int64_t ba
   EstuaryRun run;
   run.seconds = medianSeconds([&] { context->run(inputs); }, seconds);
   const ge::BuildReport& report = model->report();
-  run.summary = std::to_string(report.kernels.size()) + " steps, " + std::to_string(report.layout_reorders) +
+  size_t winograd = 0;
+  for (const std::string& kernel : report.kernels) winograd += kernel.find("wino") != std::string::npos;
+  run.summary = std::to_string(report.kernels.size()) + " steps, " + std::to_string(winograd) + " Winograd, " +
+                std::to_string(report.layout_reorders) +
                 " reorders, " + std::to_string(report.folded_batch_norms) + " BN folded, arena " +
                 std::to_string(report.planned_activation_bytes >> 20) + " MiB";
   return run;
@@ -156,6 +161,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   double seconds = 3.0;
   bool layouts_only = false;
+  int rounds = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model") model_name = argv[i + 1];
@@ -163,9 +169,10 @@ int main(int argc, char** argv) {
     else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
     else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (flag == "--layouts-only") layouts_only = std::atoi(argv[i + 1]) != 0;
+    else if (flag == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
     else {
       std::fprintf(stderr, "unknown option %s\nusage: cnn_bench [--model resnet50|mobilenetv2|bottleneck|FILE.eom] "
-                           "[--batch N] [--threads T] [--seconds S] [--layouts-only 1]\n", argv[i]);
+                           "[--batch N] [--threads T] [--seconds S] [--rounds R] [--layouts-only 1]\n", argv[i]);
       return 2;
     }
   }
@@ -177,26 +184,51 @@ int main(int argc, char** argv) {
   else if (model_name == "mobilenetv2") graph = cnn::mobilenetV2(batch);
   else if (model_name == "bottleneck") graph = cnn::bottleneckChain(batch, chain_channels, chain_size, chain_blocks);
 
-  std::printf("model=%s batch=%lld threads=%d\n\n| configuration | median (ms) | ratio to layouts | plan |\n"
-              "|---|---:|---:|---|\n", model_name.c_str(), static_cast<long long>(batch), threads);
+  std::printf("model=%s batch=%lld threads=%d, median of %d round(s)\n\n| configuration | median (ms) | "
+              "ratio to layouts | plan |\n|---|---:|---:|---|\n",
+              model_name.c_str(), static_cast<long long>(batch), threads, rounds);
   auto build = [&](std::optional<ge::Layout> layout) {
     ge::BuildOptions options;
     options.num_threads = threads;
     options.activation_layout = layout;
     return graph ? ge::CompiledModel::build(*graph, options) : ge::CompiledModel::load(model_name, options);
   };
-  EstuaryRun layouts = timeModel(build(std::nullopt), batch, seconds);
-  auto row = [&](const char* name, double value, const std::string& summary) {
-    std::printf("| %s | %.3f | %.2f | %s |\n", name, value * 1e3, value / layouts.seconds, summary.c_str());
+  struct Configuration {
+    std::string name;
+    std::shared_ptr<ge::CompiledModel> model;
+    std::vector<double> seconds, ratios;
+    std::string summary;
   };
-  row("Estuary, layout assignment", layouts.seconds, layouts.summary);
-  if (layouts_only) return 0;
-  EstuaryRun plain = timeModel(build(ge::Layout::Plain), batch, seconds);
-  row("Estuary, plain NCHW", plain.seconds, plain.summary);
-  if (model_name == "bottleneck") {
+  std::vector<Configuration> configurations;
+  configurations.push_back({"Estuary, layout assignment", build(std::nullopt)});
+  if (!layouts_only) {
+    for (ge::Layout forced : {ge::Layout::ChannelsLast, ge::Layout::Blocked16, ge::Layout::Plain}) {
+      configurations.push_back({std::string("Estuary, ") + ge::layoutName(forced) + " throughout", build(forced)});
+    }
+  }
+  // Rounds alternate the configurations, so that drift on a shared machine hits all alike;
+  // each ratio is taken within a round.
+  for (int round = 0; round < rounds; ++round) {
+    for (Configuration& configuration : configurations) {
+      EstuaryRun run = timeModel(configuration.model, batch, seconds);
+      configuration.seconds.push_back(run.seconds);
+      configuration.ratios.push_back(run.seconds / configurations.front().seconds.back());
+      configuration.summary = run.summary;
+    }
+  }
+  auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  for (const Configuration& configuration : configurations) {
+    std::printf("| %s | %.3f | %.2f | %s |\n", configuration.name.c_str(), median(configuration.seconds) * 1e3,
+                median(configuration.ratios), configuration.summary.c_str());
+  }
+  if (model_name == "bottleneck" && !layouts_only) {
     std::string implementations;
     double direct = onednnBottleneckSeconds(batch, chain_channels, chain_size, chain_blocks, seconds, implementations);
-    row("oneDNN direct", direct, implementations);
+    std::printf("| oneDNN direct | %.3f | %.2f | %s |\n", direct * 1e3, direct / median(configurations.front().seconds),
+                implementations.c_str());
   }
   return 0;
 }
