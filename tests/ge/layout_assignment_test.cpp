@@ -133,6 +133,32 @@ TEST(LayoutAssignment, BottleneckChainMatchesPlainWithReordersOnlyAtTheEdges) {
   }
 }
 
+TEST(LayoutAssignment, WinogradRunsTheThreeByThreeConvolutionsOnABlockedChain) {
+  auto graph = cnn::bottleneckChain(1, 64, 14, 2);
+  auto inputs = randomInputs(*graph);
+  Result preferred = run(*graph, std::nullopt, inputs);
+  size_t winograd = 0;
+  for (const std::string& line : preferred.report.kernels) {
+    if (line.find("wino") == std::string::npos) continue;
+    ++winograd;
+    EXPECT_NE(line.find("Conv)"), std::string::npos) << line;
+  }
+  EXPECT_EQ(winograd, 2u);  // one 3x3 convolution per block; the 1x1 ones run direct kernels
+  std::vector<std::string> reorders = reorderLines(preferred.report);
+  ASSERT_EQ(reorders.size(), 2u);
+  EXPECT_NE(reorders[0].find("plain -> nChw16c"), std::string::npos) << reorders[0];
+  // nhwc has no Winograd kernel: the direct convolutions' results, within F(2x2, 3x3)'s
+  // rounding (about 1e-6 relative).
+  Result direct = run(*graph, Layout::ChannelsLast, inputs);
+  for (const std::string& line : direct.report.kernels) EXPECT_EQ(line.find("wino"), std::string::npos) << line;
+  float scale = 0, worst = 0;
+  for (size_t i = 0; i < direct.values.size(); ++i) {
+    scale = std::max(scale, std::abs(direct.values[i]));
+    worst = std::max(worst, std::abs(preferred.values[i] - direct.values[i]));
+  }
+  EXPECT_LE(worst, 1e-5f * scale) << "largest difference " << worst << " of values up to " << scale;
+}
+
 // Channel counts that are not multiples of 8 or 16 (the padding of blocked layouts), batch
 // 3, pooling, a BatchNormalization that cannot be folded, a standalone activation, an Add of
 // two chain tensors and a residual fused into a convolution.

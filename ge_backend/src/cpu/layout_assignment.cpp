@@ -7,9 +7,9 @@
 
 namespace estuary::ge::cpu {
 
-namespace {
-
 bool isConv(const Node& node) { return node.is("Conv") || node.is("FusedConv", "estuary"); }
+
+namespace {
 
 // Nodes that take over a layout from their inputs: their oneDNN kernels run in any layout.
 bool isPooling(const Node& node) {

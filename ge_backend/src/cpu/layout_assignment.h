@@ -17,6 +17,9 @@
 
 namespace estuary::ge::cpu {
 
+// Conv or estuary::FusedConv.
+bool isConv(const Node& node);
+
 // The layout of every value that is not Plain.
 using LayoutMap = std::unordered_map<const Value*, Layout>;
 
@@ -40,6 +43,9 @@ LayoutAssignment assignLayouts(Graph& graph, std::optional<Layout> forced, const
 // activations when asked with format_tag::any, if it is a Layout and a direct (JIT)
 // implementation runs it; defined in conv.cpp.
 std::optional<Layout> preferredConvLayout(const KernelBuildContext& context);
+// The layout oneDNN's Winograd convolution runs a Conv node in (nChw16c), if Winograd
+// takes it (f32, 3x3, stride 1; see conv.cpp); defined in conv.cpp.
+std::optional<Layout> winogradLayout(const KernelBuildContext& context);
 
 // estuary::Reorder(X) -> Y: Y holds X's values in another memory layout (attribute
 // `layout`, one of layoutName()); only the backend's layout assignment creates it.
