@@ -209,7 +209,9 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   // separate).
   auto kernelExists = [&](const Node& node) {
     try {
-      return device.kernels().create(contextFor(node, device, num_threads)) != nullptr;
+      KernelBuildContext context = contextFor(node, device, num_threads);
+      context.setProbing(true);
+      return device.kernels().create(context) != nullptr;
     } catch (const Error&) {
       return false;
     }
@@ -231,8 +233,9 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
       [&](const Node& conv) { return cpu::preferredConvLayout(contextFor(conv, device, num_threads)); },
       [&](const Node& node, const std::vector<Layout>& input_layouts, const std::vector<Layout>& output_layouts) {
         try {
-          return device.kernels().create(contextFor(node, device, num_threads, input_layouts, output_layouts)) !=
-                 nullptr;
+          KernelBuildContext context = contextFor(node, device, num_threads, input_layouts, output_layouts);
+          context.setProbing(true);
+          return device.kernels().create(context) != nullptr;
         } catch (const Error&) {
           return false;  // no kernel takes these layouts: the node stays Plain
         }

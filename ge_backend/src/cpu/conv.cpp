@@ -332,7 +332,9 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
     chosen_args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
     chosen_args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
     std::vector<std::vector<std::byte>> owned;
-    if (constant_weights) {
+    if (constant_weights && context.probing()) {
+      chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, nullptr});
+    } else if (constant_weights) {
       owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
       chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
     } else {

@@ -68,8 +68,9 @@ std::unique_ptr<Kernel> onednnMatmul(const KernelBuildContext& context, const st
   // A constant already in the primitive's format (gemm:jit takes f32 weights plain) is read
   // where it is stored: a copy would keep the weights resident twice.
   if (constant_weights && pd.weights_desc() != weights) {
-    owned.push_back(reorderConstant(engine, constant_weights, weights, pd.weights_desc()));
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, pd.weights_desc(), owned.back().data()});
+    if (!context.probing()) owned.push_back(reorderConstant(engine, constant_weights, weights, pd.weights_desc()));
+    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, pd.weights_desc(),
+                    owned.empty() ? nullptr : owned.back().data()});
   } else {
     args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
   }

@@ -112,6 +112,11 @@ class KernelBuildContext {
   const Tensor* constantInput(size_t i) const { return i < constants_.size() ? constants_[i] : nullptr; }
   const Device& device() const { return device_; }
   int maxThreads() const { return max_threads_; }
+  // Set when the builder only asks whether a kernel exists (to decide a fusion or a layout)
+  // and throws it away: a factory may then skip work only a run needs, such as packing
+  // weights.
+  bool probing() const { return probing_; }
+  void setProbing(bool probing) { probing_ = probing; }
 
   // Attribute access with the op schema's defaults applied.
   const Attribute* attr(std::string_view name) const;
@@ -133,6 +138,7 @@ class KernelBuildContext {
   std::vector<const Tensor*> constants_;
   const Device& device_;
   int max_threads_;
+  bool probing_ = false;
 };
 
 // Returns a kernel, or nullptr when this implementation does not handle the case (another
