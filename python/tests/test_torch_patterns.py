@@ -153,3 +153,39 @@ def test_replacement_with_an_estuary_op_is_translated_and_fused_in_graph_engine_
     torch._dynamo.reset()
     graph = run(model, inputs, tmp_path / "fx", mode="fx")  # PyTorch runs the op's implementation
     assert "torch.ops.estuary.add_rms_norm.default" in graph
+
+
+def test_joint_fwd_bwd_replacement_applies_to_training_graphs(tmp_path):
+    # x * sigmoid(x) written out, and its backward, become aten.silu and silu_backward.
+    def search(x, w):
+        return x * torch.sigmoid(x) * w
+
+    def replace(x, w):
+        return torch.nn.functional.silu(x) * w
+
+    example = [torch.empty(4, 8, requires_grad=True), torch.empty(8, requires_grad=True)]
+    assert et.register_replacement(search, replace, example, trace_fn=et.joint_fwd_bwd)
+
+    class Gated(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(16))
+
+        def forward(self, x):
+            return search(x, self.w).sum(-1)
+
+    eager, model = Gated(), Gated()
+    model.load_state_dict(eager.state_dict())
+    x = torch.randn(3, 16, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    compiled = torch.compile(model, backend=et.backend(mode="fx", debug_dir=str(tmp_path)))
+    compiled(x).sum().backward()
+    eager(x_eager).sum().backward()
+    torch.testing.assert_close(x.grad, x_eager.grad, **TOLERANCE)
+    torch.testing.assert_close(model.w.grad, eager.w.grad, **TOLERANCE)
+    forward_dir = tmp_path / "estuary"
+    (forward,) = forward_dir.glob("model__*/forward/*_training_forward.txt")
+    (backward,) = forward_dir.glob("model__*/forward/*_training_backward.txt")
+    assert "aten.silu.default" in forward.read_text() and "aten.sigmoid" not in forward.read_text()
+    assert "aten.silu_backward.default" in backward.read_text()
+    assert "user patterns in the joint graph: 1 replacement(s)" in (forward_dir / "debug.log").read_text()

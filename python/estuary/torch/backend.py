@@ -5,6 +5,8 @@
 Dynamo's graph goes through aot_autograd with keep_inference_input_mutations=True: ATen-level,
 functionalized inference graphs whose in-place updates of inputs and buffers (a KV cache) are
 trailing aten.copy_ nodes, which graph-engine mode turns into mutable-input updates.
+Graphs that need gradients run in PyTorch (graph-engine mode warns): replacements registered
+with trace_fn=joint_fwd_bwd apply to their joint forward-and-backward graph.
 """
 import functools
 import warnings
@@ -12,10 +14,11 @@ import warnings
 import torch
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.partitioners import default_partition
 
 from .config import CompilerConfig
 from .debug import DebugDump
-from . import fx_mode, graph_engine
+from . import fx_mode, graph_engine, patterns
 
 _graph_numbers = iter(range(1 << 62))
 
@@ -54,14 +57,28 @@ def _compile(gm, example_inputs, *, config, compile_inference):
         compiled = compile_inference(aot_gm, _static_inputs(), config, name, debug)
         return make_boxed_func(compiled)
 
+    # A graph that needs gradients: AOT hands over the joint forward-and-backward graph first,
+    # where replacements registered with trace_fn=joint_fwd_bwd apply (as inductor applies
+    # its joint-graph patterns), then its forward and backward parts, which PyTorch runs.
+    def partition(joint_gm, joint_inputs, **kwargs):
+        if patterns.has_user_patterns():
+            debug.fx(name, "joint_received", joint_gm)
+            debug.log(f"{name}: user patterns in the joint graph: {patterns.apply_user_patterns(joint_gm)} "
+                      "replacement(s)")
+            debug.fx(name, "joint_after_user_patterns", joint_gm)
+        return default_partition(joint_gm, joint_inputs, **kwargs)
+
     def forward_compiler(aot_gm, fake_inputs):
-        warnings.warn(f"estuary: graph '{name}' needs gradients and runs in PyTorch; compile under "
-                      "torch.no_grad() or torch.inference_mode() for Estuary to run it")
+        if config.mode == "ge":
+            warnings.warn(f"estuary: graph '{name}' needs gradients and runs in PyTorch; compile under "
+                          "torch.no_grad() or torch.inference_mode() for Estuary to run it")
+        debug.fx(name, "training_forward", aot_gm)
         return make_boxed_func(aot_gm.forward)
 
     def backward_compiler(aot_gm, fake_inputs):
+        debug.fx(name, "training_backward", aot_gm)
         return make_boxed_func(aot_gm.forward)
 
     return aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler,
-                        inference_compiler=inference_compiler,
+                        inference_compiler=inference_compiler, partition_fn=partition,
                         keep_inference_input_mutations=True)(gm, example_inputs)

@@ -86,6 +86,9 @@ def apply_user_patterns(gm):
         return 0
     count = _user_pass().apply(gm)
     if count:
+        # A replacement goes where the pattern's first node was; in a joint graph it may read
+        # backward values defined later (inductor sorts after its joint-graph passes too).
+        _matcher().stable_topological_sort(gm.graph)
         gm.graph.lint()
         gm.recompile()
     return count
