@@ -1,10 +1,8 @@
 // CompiledModel::save / CompiledModel::load: the offline model file described in
 // estuary/ge/offline_model.h.
 #include "estuary/ge/offline_model.h"
+#include "estuary/support/mapped_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -275,36 +273,13 @@ class OutputFile {
 
 // --- Reading -----------------------------------------------------------------------------
 
-// A read-only mapping of the whole file; weight tensors keep it alive.
-struct Mapping {
-  const char* data = nullptr;
-  size_t size = 0;
-  std::shared_ptr<const void> owner;
-};
-
-Mapping mapFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) raise(path, ": cannot open the offline model: ", std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    int error = errno;
-    ::close(fd);
-    raise(path, ": cannot read the offline model: ", S_ISREG(info.st_mode) ? std::strerror(error) : "not a file");
-  }
-  Mapping mapping;
-  mapping.size = static_cast<size_t>(info.st_size);
+// The whole file mapped read-only (weight tensors keep the mapping alive); an error unless it
+// is long enough to hold the magic bytes.
+MappedFile mapModelFile(const std::string& path) {
+  MappedFile mapping = mapFile(path, "offline model");
   if (mapping.size < sizeof kMagic) {
-    ::close(fd);
     raise(path, ": not an Estuary offline model (", mapping.size, " bytes, too short for its magic)");
   }
-  void* base = ::mmap(nullptr, mapping.size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int error = errno;
-  ::close(fd);
-  if (base == MAP_FAILED) raise(path, ": cannot map: ", std::strerror(error));
-  mapping.data = static_cast<const char*>(base);
-  mapping.owner = std::shared_ptr<const void>(base, [size = mapping.size](const void* p) {
-    ::munmap(const_cast<void*>(p), size);
-  });
   return mapping;
 }
 
@@ -314,7 +289,7 @@ struct Header {
   uint64_t weights_offset = 0;
 };
 
-Header checkHeader(const Mapping& file, const std::string& path) {
+Header checkHeader(const MappedFile& file, const std::string& path) {
   if (std::memcmp(file.data, kMagic, sizeof kMagic) != 0) {
     raise(path, ": not an Estuary offline model (bad magic bytes; 'estuary build' writes these files)");
   }
@@ -362,7 +337,7 @@ Header checkHeader(const Mapping& file, const std::string& path) {
 }
 
 // Puts the mapped weights back in place of the placeholders save() left in the graph.
-void attachWeights(Graph& graph, const Mapping& file, const Header& header, const std::string& path,
+void attachWeights(Graph& graph, const MappedFile& file, const Header& header, const std::string& path,
                    size_t& weight_bytes) {
   ByteReader table(header.sections[kWeightTable], path, "weight table");
   const uint64_t count = table.count(8 + 4 + 4 + 8 + 8);
@@ -579,7 +554,7 @@ void CompiledModel::save(const std::string& path) const {
 std::shared_ptr<CompiledModel> CompiledModel::load(const std::string& path, const BuildOptions& options,
                                                    const Device& device) {
   auto started = std::chrono::steady_clock::now();
-  Mapping file = mapFile(path);
+  MappedFile file = mapModelFile(path);
   Header header = checkHeader(file, path);
   if (header.device != device.name() || header.isa != device.isa()) {
     raise(path, ": built for ", header.device, "/", header.isa, ", this machine is ", device.name(), "/",

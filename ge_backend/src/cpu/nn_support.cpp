@@ -2,6 +2,7 @@
 
 #include "cpu/elementwise_loops.h"
 #include "cpu/nn_kernels.h"
+#include "estuary/support/mapped_file.h"
 
 #include <array>
 
@@ -15,6 +16,7 @@ std::vector<std::byte> reorderConstant(const dnnl::engine& engine, const void* d
   dnnl::stream stream(engine);
   dnnl::reorder(source, destination).execute(stream, source, destination);
   stream.wait();
+  releaseMappedPages(data, from.get_size());
   return packed;
 }
 

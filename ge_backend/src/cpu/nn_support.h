@@ -117,7 +117,8 @@ int threadsForWork(const KernelBuildContext& context);
 using NnFactory = std::function<std::unique_ptr<Kernel>(const KernelBuildContext&)>;
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory);
 
-// Reorders `data` (laid out as `from`) into a new buffer laid out as `to`, at build time.
+// Reorders `data` (laid out as `from`) into a new buffer laid out as `to`, at build time;
+// when `data` lies in a mapped model file, its pages are released (releaseMappedPages).
 std::vector<std::byte> reorderConstant(const dnnl::engine& engine, const void* data, const dnnl::memory::desc& from,
                                        const dnnl::memory::desc& to);
 

@@ -22,4 +22,10 @@ struct MappedFile {
 // An empty file gives an empty mapping (data == nullptr).
 MappedFile mapFile(const std::string& path, std::string_view what);
 
+// Drops the resident pages wholly inside [data, data + bytes) if the range lies in a live
+// mapFile mapping; they are read in again on their next access. Anything else is left
+// alone. For weights that a build packed into another layout: their original bytes would
+// otherwise stay resident beside the packed copy.
+void releaseMappedPages(const void* data, size_t bytes);
+
 }  // namespace estuary
