@@ -4,7 +4,8 @@
 // ONNX defines n-dimensional interpolation as 1-D interpolation applied axis by axis, so
 // the kernel is a chain of 1-D passes, one per resized axis (innermost first). For each
 // axis a table built at build time holds, per output coordinate, the input coordinates of
-// its 1, 2 or 4 taps (clamped to the edge) and their weights. A pass over an inner axis
+// its 1, 2 or 4 taps (more for antialiased downsampling; clamped to the edge) and their
+// weights. A pass over an inner axis
 // blends whole rows (vector code along the row); the pass over the innermost axis gathers.
 // Intermediate results live in scratch memory in the compute type (f32, or f64 for f64
 // and wide integers), and integer outputs are rounded to nearest and saturated.
@@ -26,6 +27,7 @@ struct ResizeAttrs {
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0;
+  bool antialias = false;
 };
 
 // The 1-D interpolation along one axis.
@@ -69,6 +71,35 @@ int64_t nearestIndex(const std::string& mode, double x) {
   return static_cast<int64_t>(std::ceil(x - 0.5));  // round_prefer_floor
 }
 
+// The cubic convolution kernel with coefficient a (Keys), at distance x.
+double cubicWeight(double a, double x) {
+  x = std::abs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+// Antialiased downsampling (antialias = 1, scale < 1): the linear or cubic filter stretched
+// by 1/scale, so that an output averages every input it covers, normalized to sum 1; as in
+// ONNX's reference, taps sit at floor(x) + i (or x - 1 + i when x is whole).
+void antialiasedTaps(const ResizeAttrs& attrs, double x, double scale, int64_t* first, double* weight, int taps) {
+  double base = std::floor(x), ratio = x - base;
+  if (ratio == 0) {
+    base -= 1;
+    ratio = 1;
+  }
+  const int start = 1 - taps / 2;
+  double sum = 0;
+  for (int t = 0; t < taps; ++t) {
+    double distance = (start + t - ratio) * scale;
+    weight[t] = attrs.mode == Interpolation::Linear ? std::max(0.0, 1 - std::abs(distance))
+                                                    : cubicWeight(attrs.cubic_a, distance);
+    sum += weight[t];
+  }
+  for (int t = 0; t < taps; ++t) weight[t] /= sum;
+  *first = static_cast<int64_t>(base) + start;
+}
+
 AxisTable axisTable(const ResizeAttrs& attrs, int axis, int64_t in, int64_t out, double scale, double roi_start,
                     double roi_end) {
   AxisTable table;
@@ -76,6 +107,12 @@ AxisTable axisTable(const ResizeAttrs& attrs, int axis, int64_t in, int64_t out,
   table.in = in;
   table.out = out;
   table.taps = attrs.mode == Interpolation::Nearest ? 1 : attrs.mode == Interpolation::Linear ? 2 : 4;
+  const bool antialiased = attrs.antialias && attrs.mode != Interpolation::Nearest && scale < 1;
+  if (antialiased) {
+    // The filter's support, 1 (linear) or 2 (cubic) input steps each side, over scale.
+    const double support = attrs.mode == Interpolation::Linear ? 1 : 2;
+    table.taps = 2 - 2 * static_cast<int>(std::floor(-support / scale) + 1);
+  }
   table.index.assign(out * table.taps, 0);
   table.weight.assign(out * table.taps, 0.0);
   table.outside.assign(out, 0);
@@ -95,7 +132,9 @@ AxisTable axisTable(const ResizeAttrs& attrs, int axis, int64_t in, int64_t out,
     }
     double x0 = std::floor(x), r = x - x0;
     int64_t first = static_cast<int64_t>(x0) - (table.taps == 4 ? 1 : 0);
-    if (table.taps == 2) {
+    if (antialiased) {
+      antialiasedTaps(attrs, x, scale, &first, weight, table.taps);
+    } else if (table.taps == 2) {
       weight[0] = 1 - r;
       weight[1] = r;
     } else {
@@ -257,6 +296,15 @@ class ResizeKernel final : public Kernel {
                          for (int64_t b = 0; b < pass.inner; ++b) {
                            out[b] = fromCompute<Out>(w0 * toCompute(r0[b]) + w1 * toCompute(r1[b]));
                          }
+                       } else if (taps != 4) {
+                         // Antialiased downsampling: a filter as wide as the scale needs.
+                         for (int64_t b = 0; b < pass.inner; ++b) {
+                           C acc = 0;
+                           for (int k = 0; k < taps; ++k) {
+                             acc += weight[k] * toCompute(src[(o * t.in + index[k]) * pass.inner + b]);
+                           }
+                           out[b] = fromCompute<Out>(acc);
+                         }
                        } else {
                          const In* r2 = src + (o * t.in + index[2]) * pass.inner;
                          const In* r3 = src + (o * t.in + index[3]) * pass.inner;
@@ -333,9 +381,7 @@ std::unique_ptr<Kernel> resize(const KernelBuildContext& context) {
   attrs.cubic_a = context.floatAttr("cubic_coeff_a");
   attrs.exclude_outside = context.intAttr("exclude_outside") != 0;
   attrs.extrapolation = context.floatAttr("extrapolation_value");
-  if (context.intAttr("antialias") != 0 && attrs.mode != Interpolation::Nearest) {
-    context.fail("antialiased linear/cubic resizing is not supported by the CPU backend");
-  }
+  attrs.antialias = context.intAttr("antialias") != 0;
   if (attrs.mode != Interpolation::Nearest && in.dtype == DType::Bool) {
     context.fail("linear and cubic resizing need numbers, the input is bool");
   }
