@@ -6,14 +6,14 @@ against ORT's session creation.
     .venv/bin/python bench/onnx_vs_ort.py --models resnet50 --threads 1 --batches 1
 
 Each measurement runs in a fresh process that imports only NumPy and one engine, so peak
-RSS is the engine's own. Engines alternate per configuration, so drift on a shared machine
-hits both alike. Each engine runs with its own defaults for idle workers: ONNX Runtime's
+RSS is the engine's own. The engines alternate, --rounds times per configuration; each
+figure is the median over the rounds, and the ratio the median of the rounds' ratios, so that
+a slow spell of the shared machine (it can add 40%) hits both alike. Each engine runs with its own defaults for idle workers: ONNX Runtime's
 spin, Estuary's short spin (GOMP_SPINCOUNT=10000, set by `import estuary`).
 """
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -24,6 +24,17 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CNNS = ("resnet50", "mobilenet_v2")
 ALL_MODELS = ("resnet50", "mobilenet_v2", "bert_encoder", "gpt2_decoder")
+
+
+def peak_rss_mib():
+    """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: Linux carries
+    that over exec from the parent, so a worker started by a parent that had imported torch
+    would report the parent's size."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def percentile(values, fraction):
@@ -70,7 +81,7 @@ def worker(args):
         "median_ms": statistics.median(times),
         "p90_ms": percentile(times, 0.9),
         "runs": len(times),
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mib": peak_rss_mib(),
     }))
 
 
@@ -85,6 +96,12 @@ def measure(engine, onnx_path, inputs_path, threads, args):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def summarize(results):
+    """One engine's figures over the rounds: the median of each (its round ratios are taken
+    pair by pair, so that a slow spell of the shared machine hits both engines alike)."""
+    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(ALL_MODELS), choices=ALL_MODELS)
@@ -93,6 +110,8 @@ def main():
     parser.add_argument("--iterations", type=int, default=20, help="at least this many timed runs")
     parser.add_argument("--seconds", type=float, default=5.0, help="and at least this long")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternate the two engines this many times per configuration; medians of the rounds")
     parser.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "estuary_bench_onnx"))
     parser.add_argument("--worker", choices=("estuary", "onnxruntime"), help=argparse.SUPPRESS)
     parser.add_argument("--onnx", help=argparse.SUPPRESS)
@@ -116,12 +135,16 @@ def main():
             inputs_path = os.path.join(args.workdir, f"{name}_b{batch}.npz")
             np.savez(inputs_path, **inputs)
             for threads in args.threads:
-                ours = measure("estuary", onnx_path, inputs_path, threads, args)
-                theirs = measure("onnxruntime", onnx_path, inputs_path, threads, args)
-                if "error" in ours or "error" in theirs:
-                    print(f"| {name} | {batch} | {threads} | {ours.get('error', '')} | {theirs.get('error', '')} | | | |")
+                pairs = []
+                for _ in range(args.rounds):
+                    pairs.append((measure("estuary", onnx_path, inputs_path, threads, args),
+                                  measure("onnxruntime", onnx_path, inputs_path, threads, args)))
+                errors = [result["error"] for pair in pairs for result in pair if "error" in result]
+                if errors:
+                    print(f"| {name} | {batch} | {threads} | {errors[0]} | | | | |")
                     continue
-                ratio = ours["median_ms"] / theirs["median_ms"]
+                ours, theirs = (summarize([pair[k] for pair in pairs]) for k in (0, 1))
+                ratio = statistics.median(a["median_ms"] / b["median_ms"] for a, b in pairs)
                 print(f"| {name} | {batch} | {threads} | {ours['median_ms']:.2f} / {ours['p90_ms']:.2f} "
                       f"| {theirs['median_ms']:.2f} / {theirs['p90_ms']:.2f} | {ratio:.2f} "
                       f"| {ours['peak_rss_mib']:.0f} / {theirs['peak_rss_mib']:.0f} "
