@@ -186,6 +186,13 @@ std::unique_ptr<Kernel> makeIf(const KernelBuildContext& context) {
     }
     return result;
   };
+  // A condition constant at this shape (Size(x) == 4 in ONNX's function bodies) takes one
+  // branch always; the other is not planned, as it may not even be valid for these inputs
+  // (a Split of a 5-vector into 4).
+  if (const Tensor* condition = context.constantInput(0); condition && condition->numElements() == 1) {
+    std::shared_ptr<Plan> taken = plan(condition->data<uint8_t>()[0] != 0 ? "then_branch" : "else_branch");
+    return std::make_unique<IfKernel>(taken, taken);
+  }
   return std::make_unique<IfKernel>(plan("then_branch"), plan("else_branch"));
 }
 

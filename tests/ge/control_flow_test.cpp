@@ -66,6 +66,29 @@ TEST(IfKernel, PicksTheBranchAtRunTimeWithCapturedValuesAndConstants) {
   }
 }
 
+// A condition known from shapes (as in ONNX's function bodies: Size(x) == 5) takes one
+// branch; the other, a Split of the 5-vector into 4, is invalid here and is not planned.
+TEST(IfKernel, AConstantConditionPlansOnlyTheTakenBranch) {
+  TestTensor x = randomTensor(DType::F32, {5}, 5);
+  RunResult run = runGraph(R"(graph @g(%x: f32[5]) {
+  %n = Size(%x)
+  %five = Constant() {value = tensor<i64[]> [5]}
+  %c = Equal(%n, %five)
+  %r = If(%c) {else_branch = graph @else() {
+    %a, %b, %d, %e = Split(%x) {num_outputs = 4}
+    return %a
+  }, then_branch = graph @then() {
+    %m = Neg(%x)
+    return %m
+  }}
+  return %r
+})",
+                           {x});
+  std::vector<double> expected;
+  for (double v : x.values) expected.push_back(-v);
+  expectNear(run.outputs.at(0), expected, 0, 0, "If");
+}
+
 TEST(IfKernel, OneCompiledModelRunsBothBranchesFromOneContext) {
   TestTensor x = randomTensor(DType::F32, {2, 3}, 3), w = randomTensor(DType::F32, {3, 3}, 4);
   auto model = CompiledModel::build(*parseGraph(ifGraph(w)));
@@ -81,8 +104,10 @@ TEST(IfKernel, OneCompiledModelRunsBothBranchesFromOneContext) {
   }
 }
 
-TEST(IfKernel, BranchesOfDifferentShapesAreRefused) {
-  expectRefused(R"(graph @g(%c: bool[], %x: f32[2,3]) {
+// Branches of different shapes: the output's shape depends on the condition, so the
+// backend plans by the condition's value (CompiledModel::planFor), one branch per plan.
+TEST(IfKernel, BranchesOfDifferentShapesArePlannedPerConditionValue) {
+  const std::string text = R"(graph @g(%c: bool[], %x: f32[2,3]) {
   %r = If(%c) {else_branch = graph @else() {
     %t = Transpose(%x) {perm = [1, 0]}
     return %t
@@ -90,8 +115,18 @@ TEST(IfKernel, BranchesOfDifferentShapesAreRefused) {
     return %x
   }}
   return %r
-})",
-                   "needs static shapes");
+})";
+  TestTensor x = randomTensor(DType::F32, {2, 3}, 6);
+  RunResult then_run = runGraph(text, {scalarOf(DType::Bool, 1), x});
+  EXPECT_EQ(then_run.outputs.at(0).dims, (std::vector<int64_t>{2, 3}));
+  expectNear(then_run.outputs.at(0), x.values, 0, 0, "then");
+  RunResult else_run = runGraph(text, {scalarOf(DType::Bool, 0), x});
+  EXPECT_EQ(else_run.outputs.at(0).dims, (std::vector<int64_t>{3, 2}));
+  std::vector<double> transposed;
+  for (int j = 0; j < 3; ++j) {
+    for (int i = 0; i < 2; ++i) transposed.push_back(x.values[i * 3 + j]);
+  }
+  expectNear(else_run.outputs.at(0), transposed, 0, 0, "else");
 }
 
 // acc_{t+1} = acc_t * 0.5 + x; the scan output records acc_t + t.

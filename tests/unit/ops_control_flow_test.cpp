@@ -35,6 +35,27 @@ TEST(If, OutputsFromBothBranches) {
   EXPECT_EQ(then_branch->output(0)->type().str(), "f32[batch,16]");
 }
 
+TEST(If, AKnownConditionInfersOnlyTheTakenBranch) {
+  OpsGraph g;
+  Value* x = g.input("f32[5]");
+  // The else branch splits a 5-vector into 4 equal parts: invalid, but never taken.
+  auto invalid = std::make_shared<Graph>("else");
+  Node* split = invalid->createNode("Split", {x}, 4);
+  split->setAttr("num_outputs", int64_t{4});
+  invalid->addOutput(split->output(0));
+  Node* condition = g.graph.createNode("Constant", {});
+  condition->setAttr("value", Tensor::fromVector<uint8_t>(DType::Bool, {}, {1}));
+  inferNode(*condition, g.known);
+  Node* node = g.node("If", {condition->output()},
+                      {{"then_branch", branch("then", x, true)}, {"else_branch", invalid}});
+  EXPECT_EQ(inferNode(*node, g.known), InferStatus::Changed);
+  EXPECT_EQ(node->output()->type().str(), "f32[5]");
+  // With the condition unknown, the invalid branch is an error.
+  EXPECT_NE(g.run("If", {g.input("bool[]")}, {{"then_branch", branch("then", x, true)}, {"else_branch", std::shared_ptr<Graph>(invalid->clone())}})
+                .find("cannot split"),
+            std::string::npos);
+}
+
 TEST(If, DifferingDimsBecomeUnknown) {
   OpsGraph g;
   Value* cond = g.input("bool[]");

@@ -136,6 +136,7 @@ TEST(SqueezeUnsqueeze, AxesAsInput) {
             "node 'n' (Squeeze): cannot squeeze axis 0 of [2,3]: its size is 2, not 1");
   EXPECT_EQ(g.run("Unsqueeze", {g.input("f32[batch,seq]"), g.ints({1, -1})}), "f32[batch,1,seq,1]");
   EXPECT_EQ(g.run("Unsqueeze", {g.input("f32[]"), g.ints({0})}), "f32[1]");
+  EXPECT_EQ(g.run("Unsqueeze", {g.input("f32[3]"), g.ints({0}, true)}), "f32[1,3]");  // scalar axes
   EXPECT_EQ(g.run("Unsqueeze", {g.input("f32[3]"), g.ints({0, 0})}),
             "node 'n' (Unsqueeze): input 'axes' repeats axis 0");
 }
@@ -250,7 +251,10 @@ TEST(Range, LengthFromKnownBounds) {
             "node 'n' (Range): input 'delta' is 0");
   EXPECT_EQ(g.run("Range", {g.input("i64[]"), g.input("i64[]"), g.input("i64[]")}), "i64[?]");
   EXPECT_EQ(g.run("Range", {g.input("i64[2]"), g.input("i64[]"), g.input("i64[]")}),
-            "node 'n' (Range): input 0 'start' must have rank 0, got [2]");
+            "node 'n' (Range): input 0 'start' must be a scalar, got [2]");
+  // One-element tensors, as ONNX's reference (np.arange) and its function bodies use them.
+  EXPECT_EQ(g.run("Range", {g.ints({2}), g.ints({8}), g.ints({3})}), "i64[2]");
+  EXPECT_EQ(g.run("Range", {g.input("i64[?]"), g.input("i64[1,1]"), g.input("i64[]")}), "i64[?]");
 }
 
 TEST(ConstantOfShape, TypeFromTheValue) {

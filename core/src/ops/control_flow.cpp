@@ -42,6 +42,18 @@ TensorType generalize(const InferenceContext& context, const TensorType& a, cons
 
 void inferIf(InferenceContext& context) {
   checkSingleElement(context, 0);
+  // A condition known here (Size(x) == 4 in ONNX's function bodies) leaves the other branch
+  // unused, and it may not even be valid for these inputs (a Split into 4 of a 5-vector):
+  // only the taken branch is inferred; the backend runs only that one.
+  if (std::optional<std::vector<int64_t>> condition = context.knownInts(0); condition && condition->size() == 1) {
+    std::vector<TensorType> taken = context.inferSubgraph(subgraph(context, (*condition)[0] ? "then_branch" : "else_branch"), {});
+    if (taken.size() != context.numOutputs()) {
+      context.fail("has ", context.numOutputs(), " outputs but its ", (*condition)[0] ? "then" : "else",
+                   "_branch returns ", taken.size());
+    }
+    for (size_t i = 0; i < taken.size(); ++i) context.setOutputType(i, taken[i]);
+    return;
+  }
   std::vector<TensorType> then_types = context.inferSubgraph(subgraph(context, "then_branch"), {});
   std::vector<TensorType> else_types = context.inferSubgraph(subgraph(context, "else_branch"), {});
   if (then_types.size() != else_types.size() || then_types.size() != context.numOutputs()) {

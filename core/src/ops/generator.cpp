@@ -111,7 +111,18 @@ std::optional<double> constantScalar(const InferenceContext& context, size_t inp
 }
 
 void inferRange(InferenceContext& context) {
-  for (size_t i = 0; i < 3; ++i) checkRank(context, i, 0, 0);
+  // ONNX specifies scalars, but its reference (np.arange) takes any one-element tensor and
+  // its own function bodies pass them (AffineGrid's expansion: a [1] from Split); a dim
+  // not known to be 1 is checked by the kernel.
+  for (size_t i = 0; i < 3; ++i) {
+    const Shape& shape = context.inputShape(i);
+    if (!shape.isRanked()) continue;
+    for (size_t d = 0; d < shape.rank(); ++d) {
+      if (shape[d].isStatic() && shape[d].value() != 1) {
+        context.fail("input ", i, " '", context.schema().inputs()[i].name, "' must be a scalar, got ", shape.str());
+      }
+    }
+  }
   Dim length;
   std::optional<std::vector<SymInt>> start = context.knownValues(0);
   std::optional<std::vector<SymInt>> limit = context.knownValues(1);

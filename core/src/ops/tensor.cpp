@@ -357,7 +357,9 @@ void inferSqueeze(InferenceContext& context) {
 }
 
 void inferUnsqueeze(InferenceContext& context) {
-  checkRank(context, 1, 1, 1);
+  // 'axes' is 1-D in the spec; ONNX's reference (np.expand_dims) and its own function bodies
+  // (AffineGrid's expansion) also use a scalar.
+  checkRank(context, 1, 0, 1);
   const Shape& x = context.inputShape(0);
   std::optional<std::vector<int64_t>> axes = context.knownInts(1);
   if (!x.isRanked() || !axes) return;

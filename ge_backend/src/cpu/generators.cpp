@@ -48,7 +48,13 @@ std::unique_ptr<Kernel> constantOfShape(const KernelBuildContext& context) {
 class RangeKernel final : public Kernel {
  public:
   explicit RangeKernel(const KernelBuildContext& context)
-      : node_(context.node().describe()), dtype_(context.output(0).dtype), count_(context.output(0).numElements()) {}
+      : node_(context.node().describe()), dtype_(context.output(0).dtype), count_(context.output(0).numElements()) {
+    for (size_t i = 0; i < 3; ++i) {
+      if (context.input(i).numElements() != 1) {
+        context.fail("input ", i, " must hold one value, got ", context.input(i).str());
+      }
+    }
+  }
 
   void run(const KernelArgs& args, KernelState*) const override {
     double start = elementAsDouble(dtype_, args.inputs[0], 0);
