@@ -4,6 +4,18 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 
 import conformance_report  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches empty and torch's seed fixed around a test (the torch tests use it
+    through pytestmark; torch is imported only by them)."""
+    import torch
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    yield
+    torch._dynamo.reset()
 
 
 def pytest_terminal_summary(terminalreporter):

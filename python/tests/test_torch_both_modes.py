@@ -12,15 +12,8 @@ from torch_models import BertEncoder, LlamaBlock, import_torchvision
 
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 
-pytestmark = pytest.mark.filterwarnings("error:estuary")  # a fallback to eager is a failure here
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    yield
-    torch._dynamo.reset()
+# A fallback to eager is a failure here.
+pytestmark = [pytest.mark.usefixtures("fresh_dynamo"), pytest.mark.filterwarnings("error:estuary")]
 
 
 def torchvision_runs(name):

@@ -7,13 +7,7 @@ from torch_models import BertEncoder, LlamaBlock
 
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def returned_graph(debug_dir):

@@ -11,15 +11,7 @@ from torch_models import BertEncoder, LlamaBlock, import_torchvision
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 
 # A graph that falls back to eager PyTorch warns "estuary: ..."; here that is a failure.
-pytestmark = pytest.mark.filterwarnings("error:estuary")
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    yield
-    torch._dynamo.reset()
+pytestmark = [pytest.mark.usefixtures("fresh_dynamo"), pytest.mark.filterwarnings("error:estuary")]
 
 
 class CountingBackend:
