@@ -222,7 +222,8 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   // Winograd (2.25x fewer multiplications for 3x3 stride-1 convolutions) runs on nChw16c only,
   // and oneDNN's 1x1 and strided kernels are as fast in nChw16c as in nhwc (ResNet-50: 1x1
   // convolutions 31 ms either way on one thread), so a graph with convolutions Winograd takes
-  // keeps all its chains blocked: ResNet-50 b1 58 -> 56 ms on 1 thread, 35 -> 29 ms on 2.
+  // keeps all its chains blocked: ResNet-50 b1 on one thread 57 -> 54 ms (bench/cnn_bench,
+  // alternating rounds).
   std::optional<Layout> chain_layout = options.activation_layout;
   for (const Node* node : graph.nodeList()) {
     if (chain_layout || !cpu::isConv(*node)) continue;
