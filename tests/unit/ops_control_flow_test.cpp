@@ -50,6 +50,12 @@ TEST(If, AKnownConditionInfersOnlyTheTakenBranch) {
                       {{"then_branch", branch("then", x, true)}, {"else_branch", invalid}});
   EXPECT_EQ(inferNode(*node, g.known), InferStatus::Changed);
   EXPECT_EQ(node->output()->type().str(), "f32[5]");
+  // Values the taken branch computes stay known after the If (sizes split out of a shape).
+  Node* sized = g.node("If", {condition->output()},
+                       {{"then_branch", branch("then", g.ints({7, 8}), false)},
+                        {"else_branch", std::shared_ptr<Graph>(invalid->clone())}});
+  inferNode(*sized, g.known);
+  EXPECT_EQ(g.known.at(sized->output()), (std::vector<SymInt>{SymInt(7), SymInt(8)}));
   // With the condition unknown, the invalid branch is an error.
   EXPECT_NE(g.run("If", {g.input("bool[]")}, {{"then_branch", branch("then", x, true)}, {"else_branch", std::shared_ptr<Graph>(invalid->clone())}})
                 .find("cannot split"),

@@ -74,6 +74,16 @@ TEST(Concat, Errors) {
             "node 'n' (Concat): input 0 is a scalar; Concat needs rank >= 1");
 }
 
+TEST(Split, PiecesOfAKnownVectorAreKnown) {
+  OpsGraph g;
+  Node* split = g.node("Split", {g.ints({2, 3, 5, 6})}, {{"num_outputs", int64_t{4}}}, 4);
+  inferNode(*split, g.known);
+  for (int64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(g.known.count(split->output(k))) << k;
+    EXPECT_EQ(g.known.at(split->output(k)), std::vector<SymInt>{SymInt(std::vector<int64_t>{2, 3, 5, 6}[k])}) << k;
+  }
+}
+
 TEST(Split, ByNumOutputsAndBySizes) {
   OpsGraph g;
   EXPECT_EQ(g.run("Split", {g.input("f32[2,10]")}, {{"axis", 1}, {"num_outputs", 3}}, 3),

@@ -46,12 +46,19 @@ void inferIf(InferenceContext& context) {
   // unused, and it may not even be valid for these inputs (a Split into 4 of a 5-vector):
   // only the taken branch is inferred; the backend runs only that one.
   if (std::optional<std::vector<int64_t>> condition = context.knownInts(0); condition && condition->size() == 1) {
-    std::vector<TensorType> taken = context.inferSubgraph(subgraph(context, (*condition)[0] ? "then_branch" : "else_branch"), {});
+    Graph& branch = subgraph(context, (*condition)[0] ? "then_branch" : "else_branch");
+    std::vector<TensorType> taken = context.inferSubgraph(branch, {});
     if (taken.size() != context.numOutputs()) {
       context.fail("has ", context.numOutputs(), " outputs but its ", (*condition)[0] ? "then" : "else",
                    "_branch returns ", taken.size());
     }
-    for (size_t i = 0; i < taken.size(); ++i) context.setOutputType(i, taken[i]);
+    for (size_t i = 0; i < taken.size(); ++i) {
+      context.setOutputType(i, taken[i]);
+      // Sizes computed in the branch (a Split of a shape) stay known after it.
+      if (std::optional<std::vector<SymInt>> values = context.knownValuesOf(branch.output(i))) {
+        context.setOutputValues(i, std::move(*values));
+      }
+    }
     return;
   }
   std::vector<TensorType> then_types = context.inferSubgraph(subgraph(context, "then_branch"), {});

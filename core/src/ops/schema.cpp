@@ -242,6 +242,13 @@ std::vector<TensorType> InferenceContext::inferSubgraph(Graph& graph,
   return types;
 }
 
+std::optional<std::vector<SymInt>> InferenceContext::knownValuesOf(const Value* value) const {
+  if (!known_values_) return std::nullopt;
+  auto found = known_values_->find(value);
+  if (found == known_values_->end()) return std::nullopt;
+  return found->second;
+}
+
 void InferenceContext::failWith(const std::string& message) const {
   raise(node_.describe(), ": ", message);
 }

@@ -231,6 +231,16 @@ void inferSplit(InferenceContext& context) {
     dims[axis] = sizes[k];
     context.setOutputShape(k, Shape(std::move(dims)));
   }
+  // The pieces of a known 1-D tensor (Split of a shape into N, C, H, W) are known too.
+  std::optional<std::vector<SymInt>> values = context.knownValues(0);
+  if (!values || x.rank() != 1) return;
+  size_t offset = 0;
+  for (size_t k = 0; k < outputs; ++k) {
+    if (!sizes[k].isStatic() || offset + static_cast<size_t>(sizes[k].value()) > values->size()) return;
+    auto first = values->begin() + static_cast<std::ptrdiff_t>(offset);
+    context.setOutputValues(k, std::vector<SymInt>(first, first + sizes[k].value()));
+    offset += static_cast<size_t>(sizes[k].value());
+  }
 }
 
 // ONNX Slice on an axis of static size n: the number of elements taken.

@@ -140,6 +140,9 @@ class InferenceContext {
   // on each of its nodes with this context's known values, and returns the types of its
   // outputs.
   std::vector<TensorType> inferSubgraph(Graph& graph, const std::vector<TensorType>& input_types);
+  // The known element values of a value of a subgraph inferred with inferSubgraph (its
+  // outputs, say), when data propagation found them.
+  std::optional<std::vector<SymInt>> knownValuesOf(const Value* value) const;
 
   // Raises an Error: "node 'x' (Op): <message>".
   template <typename... Parts>
