@@ -165,6 +165,7 @@ class IfKernel final : public Kernel {
     branch.execute(args.inputs + 1, args.outputs, args.num_threads, args.device);
   }
   std::string name() const override {
+    if (then_ == else_) return "cpu:if (constant condition, " + std::to_string(then_->steps.size()) + " steps)";
     return "cpu:if (then " + std::to_string(then_->steps.size()) + " steps, else " +
            std::to_string(else_->steps.size()) + " steps)";
   }

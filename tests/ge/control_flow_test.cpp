@@ -87,6 +87,7 @@ TEST(IfKernel, AConstantConditionPlansOnlyTheTakenBranch) {
   std::vector<double> expected;
   for (double v : x.values) expected.push_back(-v);
   expectNear(run.outputs.at(0), expected, 0, 0, "If");
+  EXPECT_TRUE(usesKernel(run, "cpu:if (constant condition, 1 steps)"));
 }
 
 TEST(IfKernel, OneCompiledModelRunsBothBranchesFromOneContext) {

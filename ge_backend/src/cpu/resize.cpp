@@ -138,11 +138,7 @@ AxisTable axisTable(const ResizeAttrs& attrs, int axis, int64_t in, int64_t out,
       weight[0] = 1 - r;
       weight[1] = r;
     } else {
-      const double a = attrs.cubic_a, s = r + 1, t = 1 - r, u = 2 - r;
-      weight[0] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
-      weight[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
-      weight[2] = ((a + 2) * t - (a + 3)) * t * t + 1;
-      weight[3] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+      for (int t = 0; t < 4; ++t) weight[t] = cubicWeight(attrs.cubic_a, t - 1 - r);
     }
     double kept = 0;
     for (int t = 0; t < table.taps; ++t) {
