@@ -165,7 +165,6 @@ class IfKernel final : public Kernel {
     branch.execute(args.inputs + 1, args.outputs, args.num_threads, args.device);
   }
   std::string name() const override {
-    if (then_ == else_) return "cpu:if (constant condition, " + std::to_string(then_->steps.size()) + " steps)";
     return "cpu:if (then " + std::to_string(then_->steps.size()) + " steps, else " +
            std::to_string(else_->steps.size()) + " steps)";
   }
@@ -187,13 +186,8 @@ std::unique_ptr<Kernel> makeIf(const KernelBuildContext& context) {
     }
     return result;
   };
-  // A condition constant at this shape (Size(x) == 4 in ONNX's function bodies) takes one
-  // branch always; the other is not planned, as it may not even be valid for these inputs
-  // (a Split of a 5-vector into 4).
-  if (const Tensor* condition = context.constantInput(0); condition && condition->numElements() == 1) {
-    std::shared_ptr<Plan> taken = plan(condition->data<uint8_t>()[0] != 0 ? "then_branch" : "else_branch");
-    return std::make_unique<IfKernel>(taken, taken);
-  }
+  // (An If whose condition is constant at this shape is gone by now: buildPlan replaced it
+  // with the branch it takes.)
   return std::make_unique<IfKernel>(plan("then_branch"), plan("else_branch"));
 }
 

@@ -200,9 +200,11 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   }
   inferWithControlFlow(graph);
   boundDataDependentOutputs(graph);
+  // An If whose condition folds to a constant gives way to its branch (canonicalize's
+  // constant_if), whose nodes may fold in turn and hold further such Ifs.
   report.folded_constants = foldConstants(graph, device);
+  while (canonicalize(graph) > 0) report.folded_constants += foldConstants(graph, device);
   report.folded_batch_norms = foldBatchNormsIntoConvs(graph);
-  canonicalize(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
   eliminateDeadCode(graph);
   // Whether a rewritten node has a kernel; if not, the rewrite is dropped (the nodes stay

@@ -177,6 +177,10 @@ void GraphImporter::inferAfter(Node* before) {
     try {
       inferNode(*made, model_.known_values);
     } catch (const Error& error) {
+      // A branch may be invalid for inputs it never runs on (ONNX's AffineGrid splits the
+      // size into 4 in the branch for 2-D, which a 3-D size never takes): a subgraph's node
+      // is judged when its If or Loop is inferred, knowing the condition where it is known.
+      if (parent_) continue;
       raise(model_.path, ": ", error.what());
     }
   }

@@ -374,6 +374,45 @@ TEST(Graph, CloneMapsCapturesAcrossNestingLevels) {
   EXPECT_EQ(exp->output()->uses().size(), 1u);
 }
 
+TEST(Graph, InlineBeforeCopiesABranchInPlaceOfItsIf) {
+  Graph graph("g");
+  Value* cond = graph.addInput("cond", TensorType(DType::Bool, Shape()));
+  Value* x = graph.addInput("x", f32({4}));
+  Node* first = graph.createNode("Relu", {x});
+  Node* branch_if = graph.createNode("If", {cond});
+  auto branch = std::make_shared<Graph>("branch");
+  Node* neg = branch->createNode("Neg", {first->output()});
+  auto nested = std::make_shared<Graph>("nested");
+  Node* nested_exp = nested->createNode("Exp", {neg->output()});  // captures the branch's value
+  nested->addOutput(nested_exp->output());
+  Node* nested_if = branch->createNode("If", {cond});
+  nested_if->setAttr("then_branch", nested);
+  branch->addOutput(nested_if->output());
+  branch->addOutput(x);
+  branch_if->setAttr("then_branch", branch);
+
+  std::vector<Value*> results = graph.inlineBefore(branch_if, *branch);
+  ASSERT_EQ(results.size(), 2u);
+  Node* copied_neg = first->next();
+  Node* copied_if = copied_neg->next();
+  EXPECT_EQ(copied_if->next(), branch_if);
+  EXPECT_TRUE(copied_neg->is("Neg"));
+  EXPECT_EQ(copied_neg->input(0), first->output());
+  EXPECT_EQ(results[0], copied_if->output());
+  EXPECT_EQ(results[1], x);  // a captured value is used directly
+  EXPECT_EQ(copied_if->subgraphs().at(0)->firstNode()->input(0), copied_neg->output());
+  EXPECT_EQ(neg->output()->uses().size(), 1u);  // the original branch is untouched
+
+  Graph body("body");
+  body.addInput("i", TensorType(DType::I64, Shape()));
+  try {
+    graph.inlineBefore(nullptr, body);
+    FAIL() << "a subgraph with inputs was inlined";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("takes 1 inputs"), std::string::npos) << error.what();
+  }
+}
+
 TEST(Graph, AGraphCannotBeNestedInItsOwnNodes) {
   auto graph = std::make_shared<Graph>("g");
   Value* cond = graph->addInput("cond", TensorType(DType::Bool, Shape()));

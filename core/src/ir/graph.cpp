@@ -609,23 +609,47 @@ struct Graph::CloneScope {
 
 std::unique_ptr<Graph> Graph::clone() const { return cloneInto(nullptr); }
 
+std::vector<Value*> Graph::inlineBefore(Node* position, const Graph& subgraph) {
+  if (position && position->graph_ != this) raise("inlineBefore: position is in another graph");
+  if (!subgraph.inputs_.empty()) {
+    raise("inlineBefore: subgraph '", subgraph.name_, "' takes ", subgraph.inputs_.size(), " inputs");
+  }
+  if (position && position->is_return_) position = nullptr;
+  CloneScope scope{&subgraph, this, std::vector<Node*>(subgraph.next_node_id_), nullptr};
+  copyNodes(scope, position);
+  std::vector<Value*> outputs;
+  for (size_t i = 0; i < subgraph.num_outputs_; ++i) outputs.push_back(scope.map(subgraph.return_node_->input(i)));
+  return outputs;
+}
+
 std::unique_ptr<Graph> Graph::cloneInto(const CloneScope* outer) const {
   auto copy = std::make_unique<Graph>(name_);
   CloneScope scope{this, copy.get(), std::vector<Node*>(next_node_id_), outer};
   for (const auto& input : inputs_) {
     copy->addInput(input->name(), input->type(), input->isMutableInput());
   }
+  copyNodes(scope, nullptr);
+  for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(scope.map(return_node_->input(i)));
+  for (const InputUpdate& update : inputUpdates()) {
+    copy->setInputUpdate(scope.map(update.input), scope.map(update.new_value));
+  }
+  return copy;
+}
+
+void Graph::copyNodes(CloneScope& scope, Node* position) {
+  const Graph& source = *scope.source;
+  Graph& target = *scope.copy;
   // First every node and its outputs, so operands can refer forward; then operands and
-  // subgraphs, which may capture any value of this graph.
-  for (Node* node = head_; node; node = node->next_) {
-    Node* twin = new Node(copy.get(), node->op_, copy->next_node_id_++);
+  // subgraphs, which may capture any value of the source graph.
+  for (Node* node = source.head_; node; node = node->next_) {
+    Node* twin = new Node(&target, node->op_, target.next_node_id_++);
     twin->name_ = node->name_;
     twin->outputs_.reserve(node->outputs_.size());
     for (const auto& output : node->outputs_) twin->addOutput(output->type(), output->name());
-    copy->link(twin, nullptr);
+    target.link(twin, position);
     scope.twins[node->id_] = twin;
   }
-  for (Node* node = head_; node; node = node->next_) {
+  for (Node* node = source.head_; node; node = node->next_) {
     Node* twin = scope.twins[node->id_];
     twin->operands_.reserve(node->operands_.size());
     for (const Node::Operand& operand : node->operands_) twin->addInput(scope.map(operand.value));
@@ -637,11 +661,6 @@ std::unique_ptr<Graph> Graph::cloneInto(const CloneScope* outer) const {
       }
     }
   }
-  for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(scope.map(return_node_->input(i)));
-  for (const InputUpdate& update : inputUpdates()) {
-    copy->setInputUpdate(scope.map(update.input), scope.map(update.new_value));
-  }
-  return copy;
 }
 
 size_t Graph::numNodesRecursive() const {

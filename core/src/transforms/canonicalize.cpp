@@ -10,7 +10,7 @@ namespace estuary {
 const std::vector<std::string>& canonicalizationRules() {
   static const std::vector<std::string> rules = {
       "identity", "dropout", "reshape_chain", "transpose", "cast", "squeeze_unsqueeze",
-      "same_shape"};
+      "same_shape", "constant_if"};
   return rules;
 }
 
@@ -24,6 +24,7 @@ enum Rule : unsigned {
   kCast = 1u << 4,
   kSqueezeUnsqueeze = 1u << 5,
   kSameShape = 1u << 6,
+  kConstantIf = 1u << 7,
 };
 
 // The Constant producing `value`, as a tensor.
@@ -176,8 +177,29 @@ class Canonicalizer {
       if (on(kSameShape) && expandKeepsShape(node, x)) return replace(node, x);
     } else if (op == "Squeeze" || op == "Unsqueeze") {
       if (on(kSqueezeUnsqueeze)) return squeezeUnsqueeze(node, x);
+    } else if (op == "If") {
+      if (on(kConstantIf)) return constantIf(node, x);
     }
     return 0;
+  }
+
+  // The branch a constant condition takes replaces the If: its nodes move in before it (the
+  // walk has already canonicalized them), its results take the If's uses.
+  int64_t constantIf(Node& node, Value* condition) {
+    std::optional<bool> taken = constantBool(condition);
+    if (!taken) return 0;
+    const Attribute* branch_attr = node.attr(*taken ? "then_branch" : "else_branch");
+    if (!branch_attr || branch_attr->kind() != AttrKind::Graph) return 0;
+    const Graph& branch = *branch_attr->asGraph();
+    if (branch.numOutputs() != node.numOutputs() || !branch.inputs().empty()) return 0;
+    std::vector<Value*> results = node.graph()->inlineBefore(&node, branch);
+    for (size_t i = 0; i < results.size(); ++i) {
+      takeOverName(node.output(i), results[i]);
+      node.output(i)->replaceAllUsesWith(results[i]);
+    }
+    node.graph()->eraseNode(&node);
+    if (Node* producer = condition->producer()) eraseIfUnused(producer);
+    return 1;
   }
 
   int64_t dropout(Node& node, Value* x) {
@@ -289,15 +311,19 @@ class Canonicalizer {
       if (node.output(i)->hasUses()) return 0;
     }
     Value* old = node.output(0);
-    // A graph output keeps its name (callers bind outputs by name); the value taking its
-    // place is an intermediate or lives on under the new name.
+    takeOverName(old, replacement);
+    old->replaceAllUsesWith(replacement);
+    eraseIfUnused(&node);
+    return 1;
+  }
+
+  // A graph output keeps its name (callers bind outputs by name); the value taking its
+  // place is an intermediate or lives on under the new name.
+  static void takeOverName(const Value* old, Value* replacement) {
     if (old->isGraphOutput() && !old->name().empty() && !replacement->isGraphInput() &&
         !replacement->isGraphOutput() && replacement->graph() == old->graph()) {
       replacement->setName(old->name());
     }
-    old->replaceAllUsesWith(replacement);
-    eraseIfUnused(&node);
-    return 1;
   }
 
   // Erases `node` if nothing uses it any more, then its producers that this left unused.
@@ -366,10 +392,11 @@ PassInfo canonicalizePass() {
   info.name = "canonicalize";
   info.description =
       "Removes no-op ops (Identity, inference Dropout, same-type Cast, same_shape "
-      "Reshape/Expand) and folds Reshape chains, Transpose pairs and Squeeze/Unsqueeze pairs.";
+      "Reshape/Expand), folds Reshape chains, Transpose pairs and Squeeze/Unsqueeze pairs, and "
+      "replaces an If with a constant condition by the branch it takes.";
   info.options.push_back({"disable", OptionSpec::Kind::StringList, std::vector<std::string>{},
                           "rules to skip: identity, dropout, reshape_chain, transpose, cast, "
-                          "squeeze_unsqueeze, same_shape"});
+                          "squeeze_unsqueeze, same_shape, constant_if"});
   info.factory = [](const PassOptions& options) {
     return std::make_unique<CanonicalizePass>(enabledRules(options.getStringList("disable")));
   };

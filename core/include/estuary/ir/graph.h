@@ -273,6 +273,10 @@ class Graph {
   // Deep copy, subgraphs included. Values a subgraph captures from outside the cloned
   // graph keep referring to the same outer values.
   std::unique_ptr<Graph> clone() const;
+  // Copies the nodes of `subgraph`, a graph without inputs that can see this one (an If
+  // branch of one of its nodes), into this graph before `position`, and returns the copies
+  // of its outputs. What the subgraph captures from enclosing graphs is used directly.
+  std::vector<Value*> inlineBefore(Node* position, const Graph& subgraph);
 
   // Total number of nodes including those in subgraphs.
   size_t numNodesRecursive() const;
@@ -282,6 +286,8 @@ class Graph {
   friend class Value;
   struct CloneScope;
   std::unique_ptr<Graph> cloneInto(const CloneScope* outer) const;
+  // Copies scope.source's nodes into scope.copy before `position` (nullptr: at the end).
+  static void copyNodes(CloneScope& scope, Node* position);
   Node* allocateNode(std::string_view op_type, std::string_view domain);
   void dropUsesOutside(const Graph& root);
   void link(Node* node, Node* position);

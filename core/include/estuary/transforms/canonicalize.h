@@ -1,6 +1,7 @@
 #pragma once
-// Canonicalization: local rewrites that remove no-op ops and fold chains of layout ops, so
-// that later passes (CSE, fusion patterns) see one spelling of each computation.
+// Canonicalization: local rewrites that remove no-op ops, fold chains of layout ops and keep
+// only the branch a constant If condition takes, so that later passes (CSE, fusion
+// patterns) see one spelling of each computation.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ namespace estuary {
 //   cast               Cast(x, to=T) -> x when x already has element type T
 //   squeeze_unsqueeze  Unsqueeze(Squeeze(x, a), a) -> x and Squeeze(Unsqueeze(x, a), a) -> x
 //   same_shape         Reshape/Expand whose result provably has the shape of its input -> x
+//   constant_if        If with a constant condition -> the nodes of the branch it takes
 const std::vector<std::string>& canonicalizationRules();
 
 struct CanonicalizeOptions {
