@@ -94,16 +94,20 @@ namespace {
 
 // Sets the output types of loops in `graph` (and in If branches, which share its values)
 // that inference left open; returns whether it set any.
-bool resolveLoops(Graph& graph) {
+bool resolveLoops(Graph& graph, TripCounts trip_counts) {
   bool changed = false;
   for (Node* node : graph.nodes()) {
     if (node->is("If")) {
-      for (Graph* branch : node->subgraphs()) changed |= resolveLoops(*branch);
+      for (Graph* branch : node->subgraphs()) changed |= resolveLoops(*branch, trip_counts);
     }
     if (!node->is("Loop")) continue;
     bool open = false, ready = true;
     for (Value* output : node->outputs()) open |= !isStatic(output);
     for (Value* input : node->inputs()) ready &= !input || isStatic(input);
+    const bool has_scans = node->numOutputs() > node->numInputs() - 2;
+    if (trip_counts == TripCounts::MayFoldLater && has_scans && !(node->input(0) && constantOf(node->input(0)))) {
+      ready = false;
+    }
     if (open && ready) {
       setLoopOutputTypes(*node);
       changed = true;
@@ -316,11 +320,11 @@ std::unique_ptr<Kernel> makeLoop(const KernelBuildContext& context) {
 
 }  // namespace
 
-void inferWithControlFlow(Graph& graph) {
+void inferWithControlFlow(Graph& graph, TripCounts trip_counts) {
   ShapeInferenceOptions strict;
   strict.strict = true;
   inferShapes(graph, OpRegistry::global(), strict);
-  while (resolveLoops(graph)) inferShapes(graph, OpRegistry::global(), strict);
+  while (resolveLoops(graph, trip_counts)) inferShapes(graph, OpRegistry::global(), strict);
 }
 
 void makeCapturesExplicit(Graph& graph) {

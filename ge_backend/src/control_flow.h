@@ -22,8 +22,12 @@ namespace estuary::ge {
 
 inline constexpr char kCapturedInputsAttr[] = "captured_inputs";
 
+// Whether a Loop with scan outputs whose trip count is not a constant is refused
+// (Required) or left with open output types (MayFoldLater: the count may be a computation
+// that constant folding turns into one).
+enum class TripCounts { Required, MayFoldLater };
 // Strict shape inference plus the Loop output types above, repeated until nothing changes.
-void inferWithControlFlow(Graph& graph);
+void inferWithControlFlow(Graph& graph, TripCounts trip_counts = TripCounts::Required);
 // Whether a Loop's condition may end it before its trip count: the condition is given and
 // not a constant true, or the body computes it rather than passing it through.
 bool loopMayEndEarly(const Node& loop);

@@ -128,7 +128,9 @@ size_t foldConstants(Graph& graph, const Device& device) {
     }
     bool all_constant = node->numInputs() > 0;
     for (Value* input : node->inputs()) all_constant &= !input || constantOf(input);
-    if (!all_constant || !isPure(*node, OpRegistry::global())) continue;
+    bool static_outputs = true;  // inference may give the rest a shape once these folded
+    for (Value* output : node->outputs()) static_outputs &= output->type().isKnown() && output->shape().isStatic();
+    if (!all_constant || !static_outputs || !isPure(*node, OpRegistry::global())) continue;
     KernelBuildContext context = contextFor(*node, device, 1);
     size_t bytes = 0;
     for (size_t i = 0; i < context.numOutputs(); ++i) bytes += context.output(i).byteSize();
@@ -198,12 +200,20 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     constant->output()->setType(graph.input(i)->type());
     graph.input(i)->replaceAllUsesWith(constant->output());
   }
+  // Inference, constant folding and canonicalization feed each other: a value folded to a
+  // constant (a trip count or Range bound computed in float from a shape input) gives
+  // inference a size it could not derive, and an If whose condition folded gives way to its
+  // branch (canonicalize's constant_if), whose nodes may fold in turn.
+  report.folded_constants = 0;
+  for (;;) {
+    inferWithControlFlow(graph, TripCounts::MayFoldLater);
+    size_t folded = foldConstants(graph, device);
+    report.folded_constants += folded;
+    if (canonicalize(graph) == 0 && folded == 0) break;
+  }
   inferWithControlFlow(graph);
   boundDataDependentOutputs(graph);
-  // An If whose condition folds to a constant gives way to its branch (canonicalize's
-  // constant_if), whose nodes may fold in turn and hold further such Ifs.
-  report.folded_constants = foldConstants(graph, device);
-  while (canonicalize(graph) > 0) report.folded_constants += foldConstants(graph, device);
+  report.folded_constants += foldConstants(graph, device);
   report.folded_batch_norms = foldBatchNormsIntoConvs(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
   eliminateDeadCode(graph);

@@ -309,6 +309,33 @@ TEST(LoopKernel, TripCountGivenAtRunTimeIsPlannedByValue) {
   }
 }
 
+// Range's expansion: the trip count is ceil((limit - start) / delta) computed in float from
+// inputs planned by value; folding it to a constant lets the loop's scan output be typed.
+TEST(LoopKernel, ATripCountComputedInFloatFromShapeInputsIsFoldedFirst) {
+  auto graph = parseGraph(R"(graph @g(%start: f32[], %limit: f32[], %delta: f32[]) {
+  %span = Sub(%limit, %start)
+  %steps = Div(%span, %delta)
+  %ceiling = Ceil(%steps)
+  %m = Cast(%ceiling) {to = i64}
+  %last, %range = Loop(%m, _, %start) {body = graph @body(%i: i64[], %cond: bool[], %previous: f32[]) {
+    %next = Add(%previous, %delta)
+    return %cond, %next, %previous
+  }}
+  return %range
+})");
+  auto model = CompiledModel::build(*graph);
+  auto context = model->createContext();
+  const TensorDesc scalar = TensorDesc::of(DType::F32, {});
+  float start = 1.0f, limit = 6.0f, delta = 2.0f;
+  const auto& outputs = context->run(
+      {HostTensor::of(scalar, &start), HostTensor::of(scalar, &limit), HostTensor::of(scalar, &delta)});
+  ASSERT_EQ(outputs[0].desc().dimVector(), (std::vector<int64_t>{3}));
+  const float* range = static_cast<const float*>(outputs[0].data);
+  EXPECT_EQ(range[0], 1.0f);
+  EXPECT_EQ(range[1], 3.0f);
+  EXPECT_EQ(range[2], 5.0f);
+}
+
 TEST(LoopKernel, UnsupportedLoopsAreRefusedSayingWhy) {
   // A runtime-length scan output used by another node.
   std::string text = kEarlyExitScan;

@@ -4,7 +4,6 @@
 
 #include "ops/common.h"
 #include "ops/register.h"
-#include "text/syntax.h"
 
 namespace estuary {
 namespace {
@@ -95,19 +94,6 @@ void inferConstantOfShape(InferenceContext& context) {
     }
   }
   context.setOutputType(0, TensorType(dtype, std::move(shape)));
-}
-
-// A scalar input of Range as a double, when it is a constant.
-std::optional<double> constantScalar(const InferenceContext& context, size_t input) {
-  const Tensor* tensor = context.constantInput(input);
-  if (!tensor || tensor->numElements() != 1) return std::nullopt;
-  switch (tensor->dtype()) {
-    case DType::F32: return tensor->data<float>()[0];
-    case DType::F64: return tensor->data<double>()[0];
-    case DType::F16: return text::halfToFloat(tensor->data<uint16_t>()[0]);
-    case DType::BF16: return text::bfloat16ToFloat(tensor->data<uint16_t>()[0]);
-    default: return std::nullopt;
-  }
 }
 
 void inferRange(InferenceContext& context) {

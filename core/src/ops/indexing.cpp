@@ -113,6 +113,9 @@ void inferOneHot(InferenceContext& context) {
   Dim depth;
   if (std::optional<std::vector<SymInt>> values = context.knownValues(1)) {
     if (values->size() == 1) depth = (*values)[0].toDim();
+  } else if (std::optional<double> value = constantScalar(context, 1)) {
+    if (!(*value >= 1)) context.fail("input 'depth' must be at least 1, got ", *value);
+    depth = Dim(static_cast<int64_t>(*value));  // a float depth is cast to an integer
   }
   std::vector<Dim> dims = indices.dims();
   dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(axis), depth);

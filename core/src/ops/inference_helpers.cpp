@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "text/syntax.h"
+
 namespace estuary {
 
 Shape broadcastShapes(const InferenceContext& context, const std::vector<Shape>& shapes) {
@@ -93,6 +95,18 @@ Dim productOfDims(const Shape& shape, size_t begin, size_t end) {
 
 void propagateShape(InferenceContext& context, size_t input, size_t output) {
   context.setOutputShape(output, context.inputShape(input));
+}
+
+std::optional<double> constantScalar(const InferenceContext& context, size_t input) {
+  const Tensor* tensor = context.constantInput(input);
+  if (!tensor || tensor->numElements() != 1) return std::nullopt;
+  switch (tensor->dtype()) {
+    case DType::F32: return tensor->data<float>()[0];
+    case DType::F64: return tensor->data<double>()[0];
+    case DType::F16: return text::halfToFloat(tensor->data<uint16_t>()[0]);
+    case DType::BF16: return text::bfloat16ToFloat(tensor->data<uint16_t>()[0]);
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace estuary

@@ -2,6 +2,7 @@
 // Building blocks for shape-inference functions, shared by the core ops and by plugins
 // that register ops of their own. Every failure raises an Error naming the node.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +37,10 @@ Dim addOffset(const Dim& dim, int64_t offset);
 
 // The product of dims [begin, end) of a ranked shape.
 Dim productOfDims(const Shape& shape, size_t begin, size_t end);
+
+// The value of a one-element floating-point constant input (Range's bounds, OneHot's
+// depth), which integer data propagation (InferenceContext::knownValues) does not carry.
+std::optional<double> constantScalar(const InferenceContext& context, size_t input);
 
 // Output `output` gets the shape of input `input` (and outputDType(output)).
 void propagateShape(InferenceContext& context, size_t input, size_t output);
