@@ -157,6 +157,11 @@ TEST(LayoutAssignment, WinogradRunsTheThreeByThreeConvolutionsOnABlockedChain) {
     worst = std::max(worst, std::abs(preferred.values[i] - direct.values[i]));
   }
   EXPECT_LE(worst, 1e-5f * scale) << "largest difference " << worst << " of values up to " << scale;
+
+  // On 7x7 the transformed weights cost more than the multiplications save: direct kernels.
+  auto small = cnn::bottleneckChain(1, 64, 7, 2);
+  Result small_result = run(*small, std::nullopt, randomInputs(*small));
+  for (const std::string& line : small_result.report.kernels) EXPECT_EQ(line.find("wino"), std::string::npos) << line;
 }
 
 // Channel counts that are not multiples of 8 or 16 (the padding of blocked layouts), batch
