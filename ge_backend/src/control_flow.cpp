@@ -56,7 +56,8 @@ void setLoopOutputTypes(Node& loop) {
     const TensorType& next = typed->output(1 + k)->type();
     if (!(initial == next)) {
       raise(loop.describe(), ": carried value ", k, " enters as ", initial.str(), " but one iteration makes it ",
-            next.str(), "; the CPU backend runs loops whose carried values keep their type");
+            next.str(), "; the CPU backend runs loops whose carried values keep their type, or unrolls them when "
+            "their trip count is a constant of at most ", kMaxUnrolledTrips, " and nothing ends them early");
     }
     loop.output(k)->setType(initial);
   }
@@ -109,7 +110,14 @@ bool resolveLoops(Graph& graph, TripCounts trip_counts) {
       ready = false;
     }
     if (open && ready) {
-      setLoopOutputTypes(*node);
+      try {
+        setLoopOutputTypes(*node);
+      } catch (const Error&) {
+        // A body whose types change from one iteration to the next may still be unrolled
+        // (unrollLoopsOfChangingTypes); the last, strict inference reports it otherwise.
+        if (trip_counts == TripCounts::Required) throw;
+        continue;
+      }
       changed = true;
     }
   }
@@ -325,6 +333,59 @@ void inferWithControlFlow(Graph& graph, TripCounts trip_counts) {
   strict.strict = true;
   inferShapes(graph, OpRegistry::global(), strict);
   while (resolveLoops(graph, trip_counts)) inferShapes(graph, OpRegistry::global(), strict);
+}
+
+size_t unrollLoopsOfChangingTypes(Graph& graph) {
+  size_t unrolled = 0;
+  for (Node* loop : graph.nodeList()) {
+    if (!loop->is("Loop")) continue;
+    bool open = false;
+    for (Value* output : loop->outputs()) open |= !isStatic(output);
+    const Tensor* trip_count = loop->input(0) ? constantOf(loop->input(0)) : nullptr;
+    if (!open || !trip_count || loopMayEndEarly(*loop)) continue;
+    const int64_t trips = *static_cast<const int64_t*>(trip_count->data());
+    if (trips < 1 || trips > kMaxUnrolledTrips) continue;
+    const Graph& body = *loop->attr("body")->asGraph();
+    const size_t carried_count = loop->numInputs() - 2;
+    const size_t scanned = loop->numOutputs() - carried_count;
+    Value* condition = loop->input(1);
+    if (!condition) {
+      Node* always = graph.createNodeBefore(loop, "Constant", {});
+      always->setAttr("value", Tensor::scalar<uint8_t>(DType::Bool, 1));
+      condition = always->output();
+    }
+    std::vector<Value*> carried = loop->inputs();
+    carried.erase(carried.begin(), carried.begin() + 2);
+    std::vector<std::vector<Value*>> scans(scanned);
+    for (int64_t k = 0; k < trips; ++k) {
+      Node* iteration = graph.createNodeBefore(loop, "Constant", {});
+      iteration->setAttr("value", Tensor::scalar<int64_t>(DType::I64, k));
+      std::vector<Value*> inputs{iteration->output(), condition};
+      inputs.insert(inputs.end(), carried.begin(), carried.end());
+      std::vector<Value*> results = graph.inlineBefore(loop, body, inputs);
+      carried.assign(results.begin() + 1, results.begin() + 1 + static_cast<std::ptrdiff_t>(carried_count));
+      for (size_t s = 0; s < scanned; ++s) scans[s].push_back(results[1 + carried_count + s]);
+    }
+    for (size_t k = 0; k < carried_count; ++k) loop->output(k)->replaceAllUsesWith(carried[k]);
+    if (scanned > 0) {
+      Node* first_axis = graph.createNodeBefore(loop, "Constant", {});
+      first_axis->setAttr("value", Tensor::fromVector<int64_t>(DType::I64, {1}, {0}));
+      for (size_t s = 0; s < scanned; ++s) {
+        std::vector<Value*> slices;
+        for (Value* element : scans[s]) {
+          slices.push_back(graph.createNodeBefore(loop, "Unsqueeze", {element, first_axis->output()})->output());
+        }
+        Node* stacked = graph.createNodeBefore(loop, "Concat", slices);
+        stacked->setAttr("axis", Attribute(int64_t{0}));
+        Value* old = loop->output(carried_count + s);
+        stacked->output()->setName(old->name());
+        old->replaceAllUsesWith(stacked->output());
+      }
+    }
+    graph.eraseNode(loop);
+    ++unrolled;
+  }
+  return unrolled;
 }
 
 void makeCapturesExplicit(Graph& graph) {

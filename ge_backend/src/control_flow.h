@@ -28,6 +28,14 @@ inline constexpr char kCapturedInputsAttr[] = "captured_inputs";
 enum class TripCounts { Required, MayFoldLater };
 // Strict shape inference plus the Loop output types above, repeated until nothing changes.
 void inferWithControlFlow(Graph& graph, TripCounts trip_counts = TripCounts::Required);
+// A Loop whose body's types change from one iteration to the next (it slices by the
+// iteration number) cannot run as one plan for every iteration. If its trip count is a
+// constant of at most kMaxUnrolledTrips and nothing ends it early, it is unrolled: the body
+// copied in once per iteration with the iteration number a constant, scan outputs stacked
+// with Concat. Applies to Loops of `graph` whose output types inference left open; returns
+// how many it unrolled.
+inline constexpr int64_t kMaxUnrolledTrips = 64;
+size_t unrollLoopsOfChangingTypes(Graph& graph);
 // Whether a Loop's condition may end it before its trip count: the condition is given and
 // not a constant true, or the body computes it rather than passing it through.
 bool loopMayEndEarly(const Node& loop);

@@ -203,13 +203,15 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   // Inference, constant folding and canonicalization feed each other: a value folded to a
   // constant (a trip count or Range bound computed in float from a shape input) gives
   // inference a size it could not derive, and an If whose condition folded gives way to its
-  // branch (canonicalize's constant_if), whose nodes may fold in turn.
+  // branch (canonicalize's constant_if), whose nodes may fold in turn. Loops still without
+  // types when nothing else changes are unrolled if they can be, and the round repeats.
   report.folded_constants = 0;
   for (;;) {
     inferWithControlFlow(graph, TripCounts::MayFoldLater);
     size_t folded = foldConstants(graph, device);
     report.folded_constants += folded;
-    if (canonicalize(graph) == 0 && folded == 0) break;
+    if (canonicalize(graph) > 0 || folded > 0) continue;
+    if (unrollLoopsOfChangingTypes(graph) == 0) break;
   }
   inferWithControlFlow(graph);
   boundDataDependentOutputs(graph);

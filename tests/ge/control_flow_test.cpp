@@ -344,9 +344,9 @@ TEST(LoopKernel, UnsupportedLoopsAreRefusedSayingWhy) {
   expectRefused(text, "(Neg) uses it");
   // (Scan outputs whose trip count is an input are planned by the count's value, see
   // LoopKernel.TripCountGivenAtRunTimeIsPlannedByValue.)
-  // A carried value that grows every iteration.
+  // A carried value that grows every iteration, more often than is unrolled.
   expectRefused(R"(graph @g(%v: f32[2]) {
-  %m = Constant() {value = tensor<i64[]> [3]}
+  %m = Constant() {value = tensor<i64[]> [65]}
   %out = Loop(%m, _, %v) {body = graph @body(%i: i64[], %cond: bool[], %value: f32[?]) {
     %more = Concat(%value, %value) {axis = 0}
     return %cond, %more
@@ -354,6 +354,32 @@ TEST(LoopKernel, UnsupportedLoopsAreRefusedSayingWhy) {
   return %out
 })",
                    "carried value 0 enters as f32[2] but one iteration makes it f32[4]");
+}
+
+// Types that change with the iteration (ONNX's test_loop11 slices by the iteration number; a
+// carried value that doubles) cannot share one body plan: a short loop is unrolled.
+TEST(LoopKernel, ALoopWhoseTypesChangeWithTheIterationIsUnrolled) {
+  TestTensor x = randomTensor(DType::F32, {4}, 9), v = randomTensor(DType::F32, {1}, 10);
+  RunResult run = runGraph(R"(graph @g(%x: f32[4], %v: f32[1]) {
+  %m = Constant() {value = tensor<i64[]> [3]}
+  %out, %picked = Loop(%m, _, %v) {body = graph @body(%i: i64[], %cond: bool[], %value: f32[?]) {
+    %axis = Constant() {value = tensor<i64[1]> [0]}
+    %one = Constant() {value = tensor<i64[]> [1]}
+    %next_i = Add(%i, %one)
+    %start = Unsqueeze(%i, %axis)
+    %end = Unsqueeze(%next_i, %axis)
+    %element = Slice(%x, %start, %end)
+    %more = Concat(%value, %element) {axis = 0}
+    return %cond, %more, %element
+  }}
+  return %out, %picked
+})",
+                           {x, v});
+  EXPECT_EQ(run.outputs.at(0).dims, (std::vector<int64_t>{4}));
+  expectNear(run.outputs.at(0), {v.values[0], x.values[0], x.values[1], x.values[2]}, 0, 0, "grown");
+  EXPECT_EQ(run.outputs.at(1).dims, (std::vector<int64_t>{3, 1}));
+  expectNear(run.outputs.at(1), {x.values[0], x.values[1], x.values[2]}, 0, 0, "scanned");
+  for (const std::string& line : run.kernels) EXPECT_EQ(line.find("cpu:loop"), std::string::npos) << line;
 }
 
 }  // namespace

@@ -594,13 +594,14 @@ struct Graph::CloneScope {
   Graph* copy;
   std::vector<Node*> twins;  // by source node id
   const CloneScope* outer;
+  std::vector<Value*> inputs;  // what stands for each input of `source` in `copy`
 
   // The copy of `value`; a value defined outside every graph being cloned is kept.
   Value* map(Value* value) const {
     if (!value) return nullptr;
     for (const CloneScope* scope = this; scope; scope = scope->outer) {
       if (value->graph() != scope->source) continue;
-      if (value->isGraphInput()) return scope->copy->input(value->index());
+      if (value->isGraphInput()) return scope->inputs[value->index()];
       return scope->twins[value->producer()->id()]->output(value->index());
     }
     return value;
@@ -609,13 +610,17 @@ struct Graph::CloneScope {
 
 std::unique_ptr<Graph> Graph::clone() const { return cloneInto(nullptr); }
 
-std::vector<Value*> Graph::inlineBefore(Node* position, const Graph& subgraph) {
+std::vector<Value*> Graph::inlineBefore(Node* position, const Graph& subgraph, const std::vector<Value*>& inputs) {
   if (position && position->graph_ != this) raise("inlineBefore: position is in another graph");
-  if (!subgraph.inputs_.empty()) {
-    raise("inlineBefore: subgraph '", subgraph.name_, "' takes ", subgraph.inputs_.size(), " inputs");
+  if (inputs.size() != subgraph.inputs_.size()) {
+    raise("inlineBefore: subgraph '", subgraph.name_, "' takes ", subgraph.inputs_.size(), " inputs, ",
+          inputs.size(), " were given");
+  }
+  for (Value* input : inputs) {
+    if (!input || !canSee(input)) raise("inlineBefore: an input for subgraph '", subgraph.name_, "' is not visible here");
   }
   if (position && position->is_return_) position = nullptr;
-  CloneScope scope{&subgraph, this, std::vector<Node*>(subgraph.next_node_id_), nullptr};
+  CloneScope scope{&subgraph, this, std::vector<Node*>(subgraph.next_node_id_), nullptr, inputs};
   copyNodes(scope, position);
   std::vector<Value*> outputs;
   for (size_t i = 0; i < subgraph.num_outputs_; ++i) outputs.push_back(scope.map(subgraph.return_node_->input(i)));
@@ -624,9 +629,9 @@ std::vector<Value*> Graph::inlineBefore(Node* position, const Graph& subgraph) {
 
 std::unique_ptr<Graph> Graph::cloneInto(const CloneScope* outer) const {
   auto copy = std::make_unique<Graph>(name_);
-  CloneScope scope{this, copy.get(), std::vector<Node*>(next_node_id_), outer};
+  CloneScope scope{this, copy.get(), std::vector<Node*>(next_node_id_), outer, {}};
   for (const auto& input : inputs_) {
-    copy->addInput(input->name(), input->type(), input->isMutableInput());
+    scope.inputs.push_back(copy->addInput(input->name(), input->type(), input->isMutableInput()));
   }
   copyNodes(scope, nullptr);
   for (size_t i = 0; i < num_outputs_; ++i) copy->addOutput(scope.map(return_node_->input(i)));

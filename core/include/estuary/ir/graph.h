@@ -273,10 +273,11 @@ class Graph {
   // Deep copy, subgraphs included. Values a subgraph captures from outside the cloned
   // graph keep referring to the same outer values.
   std::unique_ptr<Graph> clone() const;
-  // Copies the nodes of `subgraph`, a graph without inputs that can see this one (an If
-  // branch of one of its nodes), into this graph before `position`, and returns the copies
-  // of its outputs. What the subgraph captures from enclosing graphs is used directly.
-  std::vector<Value*> inlineBefore(Node* position, const Graph& subgraph);
+  // Copies the nodes of `subgraph`, a graph that can see this one (an If branch or Loop
+  // body of one of its nodes), into this graph before `position`, with `inputs` (values
+  // visible here) standing for its inputs, and returns the copies of its outputs. What the
+  // subgraph captures from enclosing graphs is used directly.
+  std::vector<Value*> inlineBefore(Node* position, const Graph& subgraph, const std::vector<Value*>& inputs = {});
 
   // Total number of nodes including those in subgraphs.
   size_t numNodesRecursive() const;
