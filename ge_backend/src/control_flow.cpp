@@ -95,18 +95,18 @@ namespace {
 
 // Sets the output types of loops in `graph` (and in If branches, which share its values)
 // that inference left open; returns whether it set any.
-bool resolveLoops(Graph& graph, TripCounts trip_counts) {
+bool resolveLoops(Graph& graph, OpenLoops open_loops) {
   bool changed = false;
   for (Node* node : graph.nodes()) {
     if (node->is("If")) {
-      for (Graph* branch : node->subgraphs()) changed |= resolveLoops(*branch, trip_counts);
+      for (Graph* branch : node->subgraphs()) changed |= resolveLoops(*branch, open_loops);
     }
     if (!node->is("Loop")) continue;
     bool open = false, ready = true;
     for (Value* output : node->outputs()) open |= !isStatic(output);
     for (Value* input : node->inputs()) ready &= !input || isStatic(input);
     const bool has_scans = node->numOutputs() > node->numInputs() - 2;
-    if (trip_counts == TripCounts::MayFoldLater && has_scans && !(node->input(0) && constantOf(node->input(0)))) {
+    if (open_loops == OpenLoops::LeaveOpen && has_scans && !(node->input(0) && constantOf(node->input(0)))) {
       ready = false;
     }
     if (open && ready) {
@@ -115,7 +115,7 @@ bool resolveLoops(Graph& graph, TripCounts trip_counts) {
       } catch (const Error&) {
         // A body whose types change from one iteration to the next may still be unrolled
         // (unrollLoopsOfChangingTypes); the last, strict inference reports it otherwise.
-        if (trip_counts == TripCounts::Required) throw;
+        if (open_loops == OpenLoops::Refuse) throw;
         continue;
       }
       changed = true;
@@ -328,11 +328,11 @@ std::unique_ptr<Kernel> makeLoop(const KernelBuildContext& context) {
 
 }  // namespace
 
-void inferWithControlFlow(Graph& graph, TripCounts trip_counts) {
+void inferWithControlFlow(Graph& graph, OpenLoops open_loops) {
   ShapeInferenceOptions strict;
   strict.strict = true;
   inferShapes(graph, OpRegistry::global(), strict);
-  while (resolveLoops(graph, trip_counts)) inferShapes(graph, OpRegistry::global(), strict);
+  while (resolveLoops(graph, open_loops)) inferShapes(graph, OpRegistry::global(), strict);
 }
 
 size_t unrollLoopsOfChangingTypes(Graph& graph) {

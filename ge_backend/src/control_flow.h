@@ -22,12 +22,14 @@ namespace estuary::ge {
 
 inline constexpr char kCapturedInputsAttr[] = "captured_inputs";
 
-// Whether a Loop with scan outputs whose trip count is not a constant is refused
-// (Required) or left with open output types (MayFoldLater: the count may be a computation
-// that constant folding turns into one).
-enum class TripCounts { Required, MayFoldLater };
+// What becomes of a Loop whose output types cannot be set yet (scan outputs with a trip
+// count that is not a constant, a body whose types change from one iteration to the next):
+// Refuse raises an error saying why; LeaveOpen leaves its types open for constant folding
+// (the count may be a computation that folds) or unrolling (unrollLoopsOfChangingTypes) to
+// resolve.
+enum class OpenLoops { Refuse, LeaveOpen };
 // Strict shape inference plus the Loop output types above, repeated until nothing changes.
-void inferWithControlFlow(Graph& graph, TripCounts trip_counts = TripCounts::Required);
+void inferWithControlFlow(Graph& graph, OpenLoops open_loops = OpenLoops::Refuse);
 // A Loop whose body's types change from one iteration to the next (it slices by the
 // iteration number) cannot run as one plan for every iteration. If its trip count is a
 // constant of at most kMaxUnrolledTrips and nothing ends it early, it is unrolled: the body

@@ -207,7 +207,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   // types when nothing else changes are unrolled if they can be, and the round repeats.
   report.folded_constants = 0;
   for (;;) {
-    inferWithControlFlow(graph, TripCounts::MayFoldLater);
+    inferWithControlFlow(graph, OpenLoops::LeaveOpen);
     size_t folded = foldConstants(graph, device);
     report.folded_constants += folded;
     if (canonicalize(graph) > 0 || folded > 0) continue;
