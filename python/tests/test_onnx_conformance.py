@@ -6,7 +6,8 @@ fails a case is a bug. Cases with an op the frontend does not translate, or with
 and optional values (which Estuary's tensors do not model), are skipped with the reason.
 Claimed cases that fail today are listed with the reason in onnx_known_failures.txt and
 run as strict expected failures, so each bug stays visible and counts as a failure in the
-report.
+report. The pass count per op is printed at the end of the run (conftest.py) and written to
+$ESTUARY_CONFORMANCE_REPORT when set.
 
 Dropout in training mode draws a random mask; ONNX leaves the generator open and its expected
 values are one NumPy stream, so those cases are checked for what the op promises instead:
@@ -16,8 +17,7 @@ within five standard deviations of 1 - ratio.
 A 16-bit float output that misses ONNX's expected values passes only if it is at least as
 near the exact result (the model evaluated in float64, exact_reference.py) as the expected
 values are: those come from ONNX's reference evaluator rounding every step to 16 bits, and an
-engine that computes inside in f32 is nearer the exact result, not wrong. The pass count per op is printed at the end of the run (conftest.py) and written
-to $ESTUARY_CONFORMANCE_REPORT when set."""
+engine that computes inside in f32 is nearer the exact result, not wrong."""
 import os
 import warnings
 
@@ -31,6 +31,7 @@ from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 
 import conformance_report  # noqa: E402
 import exact_reference  # noqa: E402
+
 
 def known_failures():
     path = os.path.join(os.path.dirname(__file__), "onnx_known_failures.txt")
