@@ -130,8 +130,8 @@ TEST(ElementwiseBinary, IntegerArithmeticWrapsAndDividesTowardZero) {
   for (DType dtype : {DType::I8, DType::I16, DType::I32, DType::I64}) {
     double min = dtype == DType::I64 ? -9223372036854775808.0 : -std::ldexp(1.0, int(dtypeSize(dtype)) * 8 - 1);
     double max = dtype == DType::I64 ? 9223372036854774784.0 : -min - 1;
-    Data a = dataOf(dtype, {8}, {7, -7, 7, -7, min, min, max, 5});
-    Data b = dataOf(dtype, {8}, {2, 2, -2, -2, -1, 0, 1, 0});
+    Data a = tensorOf(dtype, {8}, {7, -7, 7, -7, min, min, max, 5});
+    Data b = tensorOf(dtype, {8}, {2, 2, -2, -2, -1, 0, 1, 0});
     // Truncated quotients; MIN / -1 wraps to MIN, x / 0 gives 0.
     expectClose(runNode("Div", {a, b}).outputs[0], {3, -3, -3, 3, min, 0, max, 0}, 0, "Div", {&a});
     expectClose(runNode("Add", {a, b}).outputs[0], {9, -5, 5, -9, wrapTo(dtype, static_cast<__int128>(min) - 1), min,
@@ -143,8 +143,8 @@ TEST(ElementwiseBinary, IntegerArithmeticWrapsAndDividesTowardZero) {
                 }),
                 0, "Mul wraps");
   }
-  Data a = dataOf(DType::U8, {4}, {200, 7, 0, 255});
-  Data b = dataOf(DType::U8, {4}, {100, 2, 0, 255});
+  Data a = tensorOf(DType::U8, {4}, {200, 7, 0, 255});
+  Data b = tensorOf(DType::U8, {4}, {100, 2, 0, 255});
   expectClose(runNode("Add", {a, b}).outputs[0], {44, 9, 0, 254}, 0, "u8 Add");
   expectClose(runNode("Sub", {b, a}).outputs[0], {156, 251, 0, 0}, 0, "u8 Sub");
   expectClose(runNode("Mul", {a, b}).outputs[0], {32, 14, 0, 1}, 0, "u8 Mul");
@@ -153,17 +153,17 @@ TEST(ElementwiseBinary, IntegerArithmeticWrapsAndDividesTowardZero) {
 
 TEST(ElementwiseBinary, ModFollowsTheDivisorOrTheDividend) {
   for (DType dtype : {DType::I8, DType::I16, DType::I32, DType::I64}) {
-    Data a = dataOf(dtype, {6}, {7, -7, 7, -7, 6, 5});
-    Data b = dataOf(dtype, {6}, {3, 3, -3, -3, 3, 0});
+    Data a = tensorOf(dtype, {6}, {7, -7, 7, -7, 6, 5});
+    Data b = tensorOf(dtype, {6}, {3, 3, -3, -3, 3, 0});
     // fmod = 0: the sign of the divisor (Python's %); fmod = 1: of the dividend (C's %).
     expectClose(runNode("Mod", {a, b}).outputs[0], {1, 2, -2, -1, 0, 0}, 0, "Mod");
     expectClose(runNode("Mod {fmod = 1}", {a, b}).outputs[0], {1, -1, 1, -1, 0, 0}, 0, "Mod fmod");
   }
-  Data u = dataOf(DType::U8, {3}, {200, 7, 9});
-  expectClose(runNode("Mod", {u, dataOf(DType::U8, {}, {7})}).outputs[0], {4, 0, 2}, 0, "u8 Mod");
+  Data u = tensorOf(DType::U8, {3}, {200, 7, 9});
+  expectClose(runNode("Mod", {u, tensorOf(DType::U8, {}, {7})}).outputs[0], {4, 0, 2}, 0, "u8 Mod");
   for (DType dtype : kFloatDTypes) {
-    Data a = dataOf(dtype, {7}, {7.5, -7.5, 7.5, -7.5, 6, kInf, 3});
-    Data b = dataOf(dtype, {7}, {2, 2, -2, -2, 3, 2, 0});
+    Data a = tensorOf(dtype, {7}, {7.5, -7.5, 7.5, -7.5, 6, kInf, 3});
+    Data b = tensorOf(dtype, {7}, {2, 2, -2, -2, 3, 2, 0});
     expectClose(runNode("Mod {fmod = 1}", {a, b}).outputs[0], {1.5, -1.5, 1.5, -1.5, 0, kNaN, kNaN}, 0, "fmod");
     // Floats with fmod = 0 (which ONNX leaves to integers) follow NumPy's np.mod.
     Data mod = runNode("Mod", {a, b}).outputs[0];
@@ -194,16 +194,16 @@ TEST(ElementwiseBinary, PowTakesAnyNumericExponent) {
     }
   }
   for (DType base : {DType::I32, DType::I64}) {
-    Data x = dataOf(base, {8}, {2, -3, 1, -1, -1, 0, 5, 2});
-    Data y = dataOf(DType::I64, {8}, {10, 3, -4, -3, -4, 3, 0, -1});
+    Data x = tensorOf(base, {8}, {2, -3, 1, -1, -1, 0, 5, 2});
+    Data y = tensorOf(DType::I64, {8}, {10, 3, -4, -3, -4, 3, 0, -1});
     // Negative integer exponents truncate 1/x^n toward zero.
     expectClose(runNode("Pow", {x, y}).outputs[0], {1024, -27, 1, -1, 1, 0, 1, 0}, 0, "integer Pow");
-    Data half = dataOf(DType::F32, {}, {0.5});
-    expectClose(runNode("Pow", {dataOf(base, {3}, {9, 10, 2}), half}).outputs[0], {3, 3, 1}, 0,
+    Data half = tensorOf(DType::F32, {}, {0.5});
+    expectClose(runNode("Pow", {tensorOf(base, {3}, {9, 10, 2}), half}).outputs[0], {3, 3, 1}, 0,
                 "integer Pow float exponent");
   }
-  Data x = dataOf(DType::I32, {2}, {3, -3});
-  expectClose(runNode("Pow", {x, dataOf(DType::I32, {}, {31})}).outputs[0],
+  Data x = tensorOf(DType::I32, {2}, {3, -3});
+  expectClose(runNode("Pow", {x, tensorOf(DType::I32, {}, {31})}).outputs[0],
               {wrapTo(DType::I32, static_cast<__int128>(617673396283947)),
                wrapTo(DType::I32, -static_cast<__int128>(617673396283947))},
               0, "Pow wraps");
@@ -212,9 +212,9 @@ TEST(ElementwiseBinary, PowTakesAnyNumericExponent) {
 TEST(ElementwiseBinary, PowWithAConstantExponentMatchesCsPow) {
   std::vector<double> values = {0.0, -0.0, 1.5, -1.5, 2.25, -8, kInf, -kInf, kNaN, 1e-3, 1e30, 7};
   for (DType dtype : kFloatDTypes) {
-    Data x = dataOf(dtype, {static_cast<int64_t>(values.size())}, values);
+    Data x = tensorOf(dtype, {static_cast<int64_t>(values.size())}, values);
     for (double exponent : {0.0, 1.0, 2.0, 3.0, 0.5, -1.0, 2.5}) {
-      Data y = dataOf(dtype, {}, {exponent});
+      Data y = tensorOf(dtype, {}, {exponent});
       RunOptions options;
       options.constants = {1};
       NodeRun run = runNode("Pow", {x, y}, options);
@@ -248,20 +248,20 @@ TEST(ElementwiseBinary, ComparisonsGiveBoolsAndNaNComparesFalse) {
                     0, std::string(op) + " " + a.type() + " " + b.type());
       }
     }
-    Data a = dataOf(DType::F32, {4}, {kNaN, 1, kNaN, -kInf});
-    Data b = dataOf(DType::F32, {4}, {kNaN, kNaN, 1, -kInf});
+    Data a = tensorOf(DType::F32, {4}, {kNaN, 1, kNaN, -kInf});
+    Data b = tensorOf(DType::F32, {4}, {kNaN, kNaN, 1, -kInf});
     expectClose(runNode(op, {a, b}).outputs[0],
                 broadcastReference({&a, &b}, [&](const std::vector<double>& v) { return reference(v[0], v[1]) ? 1.0 : 0.0; }),
                 0, std::string(op) + " NaN");
   }
-  Data p = dataOf(DType::Bool, {4}, {0, 0, 1, 1});
-  Data q = dataOf(DType::Bool, {4}, {0, 1, 0, 1});
+  Data p = tensorOf(DType::Bool, {4}, {0, 0, 1, 1});
+  Data q = tensorOf(DType::Bool, {4}, {0, 1, 0, 1});
   expectClose(runNode("Equal", {p, q}).outputs[0], {1, 0, 0, 1}, 0, "bool Equal");
 }
 
 TEST(ElementwiseBinary, LogicOnBoolsBroadcasts) {
-  Data p = dataOf(DType::Bool, {2, 1}, {0, 1});
-  Data q = dataOf(DType::Bool, {3}, {0, 1, 1});
+  Data p = tensorOf(DType::Bool, {2, 1}, {0, 1});
+  Data q = tensorOf(DType::Bool, {3}, {0, 1, 1});
   expectClose(runNode("And", {p, q}).outputs[0], {0, 0, 0, 0, 1, 1}, 0, "And");
   expectClose(runNode("Or", {p, q}).outputs[0], {0, 1, 1, 1, 1, 1}, 0, "Or");
   expectClose(runNode("Xor", {p, q}).outputs[0], {0, 1, 1, 1, 0, 0}, 0, "Xor");
@@ -301,8 +301,8 @@ TEST(ElementwiseBinary, VariadicOpsFoldAnyNumberOfBroadcastInputs) {
 
 TEST(ElementwiseBinary, MaxAndMinPropagateNaN) {
   for (DType dtype : kFloatDTypes) {
-    Data a = dataOf(dtype, {4}, {kNaN, 1, 2, -kInf});
-    Data b = dataOf(dtype, {4}, {1, kNaN, 3, -0.0});
+    Data a = tensorOf(dtype, {4}, {kNaN, 1, 2, -kInf});
+    Data b = tensorOf(dtype, {4}, {1, kNaN, 3, -0.0});
     expectClose(runNode("Max", {a, b}).outputs[0], {kNaN, kNaN, 3, 0}, 0, "Max");
     expectClose(runNode("Min", {a, b}).outputs[0], {kNaN, kNaN, 2, -kInf}, 0, "Min");
   }

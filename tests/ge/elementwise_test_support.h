@@ -1,10 +1,10 @@
 #pragma once
-// Test harness for the element-wise kernels: tensors held as doubles already rounded to
-// their dtype (so a reference computed in double sees exactly what the kernel sees), encoded
-// to and decoded from any dtype; one node written in the IR text form, shape-inferred, its
-// kernel created through the CPU kernel registry and run directly (so that canonicalization
-// cannot remove it), optionally in place, with constants, on several threads; and
-// comparisons in units of the dtype's precision.
+// Test harness for the element-wise kernels, on tensor_test_support.h's tensors (doubles
+// already rounded to their dtype, so a reference computed in double sees exactly what the
+// kernel sees): one node written in the IR text form, shape-inferred, its kernel created
+// through the CPU kernel registry and run directly (so that canonicalization cannot remove
+// it), optionally in place, with constants, on several threads; and comparisons in units of
+// the dtype's precision.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,8 +22,13 @@
 #include "estuary/ops/schema.h"
 #include "estuary/text/parser.h"
 #include "estuary/transforms/shape_inference.h"
+#include "tensor_test_support.h"
 
 namespace estuary::ge::elementwise_test {
+
+using tensor_test::roundTo;
+using tensor_test::roundToF32;
+using tensor_test::tensorOf;
 
 inline constexpr DType kFloatDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64};
 inline constexpr DType kIntDTypes[] = {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8};
@@ -36,37 +41,6 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline bool isFloat(DType dtype) { return isFloatingPoint(dtype); }
-
-// --- Rounding to a dtype (the test's own reference, independent of the kernels') -----------
-
-// Round to nearest even at `bits` significant bits, with the format's subnormal spacing and
-// overflow threshold (RNE of the exact double).
-inline double roundToFormat(double value, int bits, int min_exponent, double max_finite) {
-  if (std::isnan(value) || std::isinf(value) || value == 0) return value;
-  int exponent;
-  std::frexp(value, &exponent);  // value = m * 2^exponent, 0.5 <= |m| < 1
-  int quantum = std::max(exponent, min_exponent) - bits;
-  double rounded = std::ldexp(std::nearbyint(std::ldexp(value, -quantum)), quantum);
-  // Past the largest finite value by half a unit or more: Inf.
-  double half_unit_above = max_finite + std::ldexp(1.0, std::ilogb(max_finite) - bits);
-  if (std::fabs(value) >= half_unit_above) return std::copysign(kInf, value);
-  return rounded == 0 ? std::copysign(0.0, value) : rounded;
-}
-inline double roundToF16(double value) { return roundToFormat(value, 11, -13, 65504.0); }
-inline double roundToBF16(double value) { return roundToFormat(value, 8, -125, 3.3895313892515355e38); }
-inline double roundToF32(double value) { return roundToFormat(value, 24, -125, 3.4028234663852886e38); }
-
-// `value` as the dtype holds it; integers are expected to be given in range.
-inline double roundTo(DType dtype, double value) {
-  switch (dtype) {
-    case DType::F32: return roundToF32(value);
-    case DType::F16: return roundToF16(value);
-    case DType::BF16: return roundToBF16(value);
-    case DType::F64: return value;
-    case DType::Bool: return value != 0 ? 1 : 0;
-    default: return value;
-  }
-}
 
 // The spacing of the dtype's values near `value` (its ulp), for tolerances.
 inline double ulpOf(DType dtype, double value) {
@@ -81,29 +55,8 @@ inline double ulpOf(DType dtype, double value) {
 
 // --- Tensors -------------------------------------------------------------------------------
 
-struct Data {
-  DType dtype = DType::Undefined;  // Undefined: an absent optional input
-  std::vector<int64_t> dims;
-  std::vector<double> values;
-
-  int64_t count() const {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    return n;
-  }
-  std::string type() const {
-    std::string text = std::string(dtypeName(dtype)) + "[";
-    for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
-    return text + "]";
-  }
-};
-
-inline Data dataOf(DType dtype, std::vector<int64_t> dims, std::vector<double> values) {
-  Data data{dtype, std::move(dims), std::move(values)};
-  EXPECT_EQ(static_cast<int64_t>(data.values.size()), data.count()) << data.type();
-  for (double& value : data.values) value = roundTo(dtype, value);
-  return data;
-}
+// An element-wise test's tensor; dtype Undefined marks an absent optional input.
+using Data = tensor_test::TestTensor;
 
 // Deterministic pseudo-random values in [lo, hi] (integers for integer dtypes).
 inline Data randomData(DType dtype, std::vector<int64_t> dims, double lo, double hi, uint32_t seed = 1) {
@@ -119,67 +72,7 @@ inline Data randomData(DType dtype, std::vector<int64_t> dims, double lo, double
   return data;
 }
 
-inline const Data kAbsent{};
-
-template <typename T>
-void store(void* base, int64_t i, T value) {
-  std::memcpy(static_cast<std::byte*>(base) + i * sizeof(T), &value, sizeof(T));
-}
-template <typename T>
-T load(const void* base, int64_t i) {
-  T value;
-  std::memcpy(&value, static_cast<const std::byte*>(base) + i * sizeof(T), sizeof(T));
-  return value;
-}
-
-inline uint16_t bf16BitsOf(double value) {
-  float rounded = static_cast<float>(roundToBF16(value));
-  uint32_t bits;
-  std::memcpy(&bits, &rounded, 4);
-  if (std::isnan(value)) return 0x7FC0;
-  return static_cast<uint16_t>(bits >> 16);
-}
-inline double bf16Value(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, 4);
-  return value;
-}
-
-inline void encode(const Data& data, void* out) {
-  for (int64_t i = 0; i < data.count(); ++i) {
-    double v = data.values[i];
-    switch (data.dtype) {
-      case DType::F32: store(out, i, static_cast<float>(v)); break;
-      case DType::F16: store(out, i, static_cast<_Float16>(v)); break;
-      case DType::BF16: store(out, i, bf16BitsOf(v)); break;
-      case DType::F64: store(out, i, v); break;
-      case DType::I8: store(out, i, static_cast<int8_t>(v)); break;
-      case DType::I16: store(out, i, static_cast<int16_t>(v)); break;
-      case DType::I32: store(out, i, static_cast<int32_t>(v)); break;
-      case DType::I64: store(out, i, static_cast<int64_t>(v)); break;
-      case DType::U8: store(out, i, static_cast<uint8_t>(v)); break;
-      case DType::Bool: store(out, i, static_cast<uint8_t>(v != 0)); break;
-      default: FAIL() << "no encoding for " << dtypeName(data.dtype);
-    }
-  }
-}
-
-inline double decodeOne(const void* in, DType dtype, int64_t i) {
-  switch (dtype) {
-    case DType::F32: return load<float>(in, i);
-    case DType::F16: return static_cast<double>(load<_Float16>(in, i));
-    case DType::BF16: return bf16Value(load<uint16_t>(in, i));
-    case DType::F64: return load<double>(in, i);
-    case DType::I8: return load<int8_t>(in, i);
-    case DType::I16: return load<int16_t>(in, i);
-    case DType::I32: return load<int32_t>(in, i);
-    case DType::I64: return static_cast<double>(load<int64_t>(in, i));
-    case DType::U8: return load<uint8_t>(in, i);
-    case DType::Bool: return load<uint8_t>(in, i);
-    default: return kNaN;
-  }
-}
+inline const Data kAbsent{DType::Undefined, {}, {}};
 
 // 64-byte aligned bytes.
 class Buffer {
@@ -257,7 +150,8 @@ inline NodeRun runNode(const std::string& op, const std::vector<Data>& inputs, c
     }
     in_descs.push_back(TensorDesc::of(input.dtype, input.dims));
     buffers.push_back(std::make_unique<Buffer>(in_descs.back().byteSize()));
-    encode(input, buffers.back()->data());
+    std::vector<std::byte> bytes = tensor_test::encode(input);
+    std::memcpy(buffers.back()->data(), bytes.data(), in_descs.back().byteSize());
     pointers.push_back(buffers.back()->data());
     bool constant = std::find(options.constants.begin(), options.constants.end(), i) != options.constants.end();
     if (constant) {
@@ -290,7 +184,7 @@ inline NodeRun runNode(const std::string& op, const std::vector<Data>& inputs, c
   for (size_t k = 0; k < out_descs.size(); ++k) {
     Data output{out_descs[k].dtype, out_descs[k].dimVector(), {}};
     for (int64_t i = 0; i < output.count(); ++i) {
-      output.values.push_back(decodeOne(pointers[inputs.size() + k], output.dtype, i));
+      output.values.push_back(tensor_test::decodeOne(output.dtype, pointers[inputs.size() + k], static_cast<size_t>(i)));
     }
     run.outputs.push_back(std::move(output));
   }

@@ -124,7 +124,7 @@ TEST(ElementwiseUnary, InPlaceAndMultiThreadedRunsMatch) {
 }
 
 TEST(ElementwiseUnary, LargeTrigonometricArgumentsUseAnExactReduction) {
-  Data x = dataOf(DType::F32, {8}, {1e7, -3e8, 123456.7, 1e30, -2.5e6, 1e6, 3.0, 0.1});
+  Data x = tensorOf(DType::F32, {8}, {1e7, -3e8, 123456.7, 1e30, -2.5e6, 1e6, 3.0, 0.1});
   for (auto [op, reference] : std::vector<std::pair<std::string, double (*)(double)>>{
            {"Sin", std::sin}, {"Cos", std::cos}, {"Tan", std::tan}}) {
     std::vector<double> expected;
@@ -135,7 +135,7 @@ TEST(ElementwiseUnary, LargeTrigonometricArgumentsUseAnExactReduction) {
 
 TEST(ElementwiseUnary, RoundHalvesToEven) {
   for (DType dtype : kFloatDTypes) {
-    Data x = dataOf(dtype, {9}, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.49, -0.51});
+    Data x = tensorOf(dtype, {9}, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.49, -0.51});
     expectClose(runNode("Round", {x}).outputs[0], {0, 2, 2, -0, -2, -2, 4, 0, -1}, 0, "Round");
   }
 }
@@ -194,8 +194,8 @@ TEST(ElementwiseUnary, IntegerOpsWrapAtTheirLimits) {
 TEST(ElementwiseUnary, ClipBoundsAreOptionalRuntimeScalars) {
   for (DType dtype : kNumericDTypes) {
     Data x = randomData(dtype, {3, 41}, dtype == DType::U8 ? 0 : -100, 100, 5);
-    Data lo = dataOf(dtype, {}, {dtype == DType::U8 ? 10.0 : -20.0});
-    Data hi = dataOf(dtype, {}, {30});
+    Data lo = tensorOf(dtype, {}, {dtype == DType::U8 ? 10.0 : -20.0});
+    Data hi = tensorOf(dtype, {}, {30});
     auto clip = [&](std::optional<double> min, std::optional<double> max) {
       std::vector<double> expected;
       for (double v : x.values) expected.push_back(std::min(std::max(v, min.value_or(-kInf)), max.value_or(kInf)));
@@ -209,15 +209,15 @@ TEST(ElementwiseUnary, ClipBoundsAreOptionalRuntimeScalars) {
     expectClose(runNode("Clip", {x, hi, lo}).outputs[0], std::vector<double>(x.values.size(), lo.values[0]), 0,
                 "Clip crossed");
   }
-  Data x = dataOf(DType::F32, {3}, {kNaN, -kInf, kInf});
-  expectClose(runNode("Clip", {x, dataOf(DType::F32, {}, {-1}), dataOf(DType::F32, {}, {1})}).outputs[0],
+  Data x = tensorOf(DType::F32, {3}, {kNaN, -kInf, kInf});
+  expectClose(runNode("Clip", {x, tensorOf(DType::F32, {}, {-1}), tensorOf(DType::F32, {}, {1})}).outputs[0],
               {kNaN, -1, 1}, 0, "Clip special");
 }
 
 // The cubic of the tanh form overflows f32 for huge x; the result must still be x (or 0).
 TEST(ElementwiseUnary, GeluTanhOfHugeInputsIsTheIdentityOrZero) {
   const double big = 3.4028234663852886e38;  // FLT_MAX
-  Data x = dataOf(DType::F32, {4}, {big, -big, 1e30, -1e30});
+  Data x = tensorOf(DType::F32, {4}, {big, -big, 1e30, -1e30});
   expectClose(runNode("Gelu {approximate = \"tanh\"}", {x}).outputs[0], {big, -0.0, 1e30, -0.0}, 0, "Gelu tanh");
 }
 
@@ -234,19 +234,19 @@ TEST(ElementwiseUnary, GeluRefusesAnUnknownApproximation) {
 
 TEST(ElementwiseUnary, PredicatesOnSpecialValues) {
   for (DType dtype : kFloatDTypes) {
-    Data x = dataOf(dtype, {6}, {0.0, -1.5, kInf, -kInf, kNaN, 7});
+    Data x = tensorOf(dtype, {6}, {0.0, -1.5, kInf, -kInf, kNaN, 7});
     expectClose(runNode("IsNaN", {x}).outputs[0], {0, 0, 0, 0, 1, 0}, 0, "IsNaN");
     expectClose(runNode("IsInf", {x}).outputs[0], {0, 0, 1, 1, 0, 0}, 0, "IsInf");
     expectClose(runNode("IsInf {detect_negative = 0}", {x}).outputs[0], {0, 0, 1, 0, 0, 0}, 0, "IsInf positive");
     expectClose(runNode("IsInf {detect_positive = 0}", {x}).outputs[0], {0, 0, 0, 1, 0, 0}, 0, "IsInf negative");
   }
-  Data b = dataOf(DType::Bool, {4}, {0, 1, 1, 0});
+  Data b = tensorOf(DType::Bool, {4}, {0, 1, 1, 0});
   expectClose(runNode("Not", {b}).outputs[0], {1, 0, 0, 1}, 0, "Not");
 }
 
 TEST(ElementwiseUnary, ZeroSizedTensorsRunNothing) {
   for (const char* op : {"Relu", "Exp", "Abs", "IsNaN"}) {
-    NodeRun run = runNode(op, {dataOf(DType::F32, {0, 5}, {})});
+    NodeRun run = runNode(op, {tensorOf(DType::F32, {0, 5}, {})});
     EXPECT_EQ(run.outputs[0].count(), 0);
   }
 }

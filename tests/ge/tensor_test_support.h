@@ -6,8 +6,10 @@
 // reference loops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -38,13 +40,35 @@ struct TestTensor {
   }
 };
 
-inline uint16_t bf16Bits(float value) {
+// --- Rounding to a dtype (the tests' own reference, independent of the kernels') -----------
+
+// Round to nearest even at `bits` significant bits, with the format's subnormal spacing and
+// overflow threshold (RNE of the exact double, so no double rounding through f32).
+inline double roundToFormat(double value, int bits, int min_exponent, double max_finite) {
+  if (std::isnan(value) || std::isinf(value) || value == 0) return value;
+  int exponent;
+  std::frexp(value, &exponent);  // value = m * 2^exponent, 0.5 <= |m| < 1
+  int quantum = std::max(exponent, min_exponent) - bits;
+  double rounded = std::ldexp(std::nearbyint(std::ldexp(value, -quantum)), quantum);
+  // Past the largest finite value by half a unit or more: Inf.
+  double half_unit_above = max_finite + std::ldexp(1.0, std::ilogb(max_finite) - bits);
+  if (std::fabs(value) >= half_unit_above) return std::copysign(std::numeric_limits<double>::infinity(), value);
+  return rounded == 0 ? std::copysign(0.0, value) : rounded;
+}
+inline double roundToF16(double value) { return roundToFormat(value, 11, -13, 65504.0); }
+inline double roundToBF16(double value) { return roundToFormat(value, 8, -125, 3.3895313892515355e38); }
+inline double roundToF32(double value) { return roundToFormat(value, 24, -125, 3.4028234663852886e38); }
+
+// The bits of a bf16 value (the rounded `value`; NaN as the quiet NaN).
+inline uint16_t bf16BitsOf(double value) {
+  if (std::isnan(value)) return 0x7FC0;
+  float rounded = static_cast<float>(roundToBF16(value));
   uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  std::memcpy(&bits, &rounded, 4);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
-inline float bf16Value(uint16_t bits) {
+inline double bf16Value(uint16_t bits) {
   uint32_t wide = static_cast<uint32_t>(bits) << 16;
   float result;
   std::memcpy(&result, &wide, 4);
@@ -58,9 +82,9 @@ inline double roundTo(DType dtype, double value) {
     return static_cast<double>(static_cast<decltype(typed)>(static_cast<int64_t>(std::nearbyint(value))));
   };
   switch (dtype) {
-    case DType::F32: return static_cast<float>(value);
-    case DType::F16: return static_cast<double>(static_cast<_Float16>(value));
-    case DType::BF16: return bf16Value(bf16Bits(static_cast<float>(value)));
+    case DType::F32: return roundToF32(value);
+    case DType::F16: return roundToF16(value);
+    case DType::BF16: return roundToBF16(value);
     case DType::F64: return value;
     case DType::Bool: return value != 0 ? 1 : 0;
     case DType::I8: return wrapped(int8_t{});
@@ -121,7 +145,7 @@ inline std::vector<std::byte> encode(const TestTensor& tensor) {
     switch (tensor.dtype) {
       case DType::F32: put(static_cast<float>(v)); break;
       case DType::F16: put(static_cast<_Float16>(v)); break;
-      case DType::BF16: put(bf16Bits(static_cast<float>(v))); break;
+      case DType::BF16: put(bf16BitsOf(v)); break;
       case DType::F64: put(v); break;
       case DType::I8: put(static_cast<int8_t>(v)); break;
       case DType::I16: put(static_cast<int16_t>(v)); break;
