@@ -133,10 +133,7 @@ bool readInteger(const Tensor& tensor, int64_t index, int64_t& out) {
 std::optional<std::vector<SymInt>> InferenceContext::knownValues(size_t i) const {
   if (!hasInput(i)) return std::nullopt;
   const Value* value = node_.input(i);
-  if (known_values_) {
-    auto found = known_values_->find(value);
-    if (found != known_values_->end()) return found->second;
-  }
+  if (std::optional<std::vector<SymInt>> values = knownValuesOf(value)) return values;
   if (const Tensor* tensor = constantInput(i)) {
     if (tensor->shape().size() > 1 || tensor->numElements() > int64_t(kMaxKnownValues)) {
       return std::nullopt;

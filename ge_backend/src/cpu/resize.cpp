@@ -5,8 +5,8 @@
 // the kernel is a chain of 1-D passes, one per resized axis (innermost first). For each
 // axis a table built at build time holds, per output coordinate, the input coordinates of
 // its 1, 2 or 4 taps (more for antialiased downsampling; clamped to the edge) and their
-// weights. A pass over an inner axis
-// blends whole rows (vector code along the row); the pass over the innermost axis gathers.
+// weights. A pass over an inner axis blends whole rows (vector code along the row); the pass
+// over the innermost axis gathers.
 // Intermediate results live in scratch memory in the compute type (f32, or f64 for f64
 // and wide integers), and integer outputs are rounded to nearest and saturated.
 #include <cmath>
