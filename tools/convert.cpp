@@ -46,6 +46,7 @@ std::vector<std::string> withAtcSpellings(std::vector<std::string> args) {
   const std::map<std::string, std::string> aliases = {
       {"--input_shape", "--input-shape"},
       {"--fusion_switch_file", "--switch-file"},
+      {"--out_nodes", "--out-nodes"},
       {"-o", "--output"},
   };
   for (std::string& arg : args) {
@@ -54,6 +55,49 @@ std::vector<std::string> withAtcSpellings(std::vector<std::string> args) {
     if (alias != aliases.end()) arg = alias->second + arg.substr(name.size());
   }
   return args;
+}
+
+// ATC names frameworks by number: 1 MindSpore, 3 TensorFlow, 5 ONNX (0, Caffe, is not read).
+std::string frameworkName(const std::string& text) {
+  static const std::map<std::string, std::string> kAtcNumbers = {{"1", "mindspore"}, {"3", "tensorflow"}, {"5", "onnx"}};
+  auto found = kAtcNumbers.find(text);
+  if (found != kAtcNumbers.end()) return found->second;
+  if (text == "0") usageError("estuary convert: --framework 0 (Caffe) is not a framework Estuary reads");
+  return text;
+}
+
+// "name:0;other" or "a,b": ATC's --out_nodes lists names separated by ';', commas work too.
+std::vector<std::string> nameList(const std::string& text) {
+  std::vector<std::string> names;
+  std::string name;
+  for (char c : text + ";") {
+    if (c == ';' || c == ',') {
+      if (!name.empty()) names.push_back(name);
+      name.clear();
+    } else if (c != ' ') {
+      name += c;
+    }
+  }
+  return names;
+}
+
+// --frontend-option key=value.
+std::map<std::string, std::string> frontendKeys(const std::vector<std::string>& options) {
+  std::map<std::string, std::string> keys;
+  for (const std::string& option : options) {
+    size_t equals = option.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      usageError("estuary convert: --frontend-option takes KEY=VALUE, got '", option, "'");
+    }
+    keys[option.substr(0, equals)] = option.substr(equals + 1);
+  }
+  return keys;
+}
+
+std::string availableList() {
+  std::string text;
+  for (const std::string& name : availableFrontends()) text += (text.empty() ? "" : ", ") + name;
+  return text.empty() ? "none found" : text;
 }
 
 std::string withThousands(int64_t number) {
@@ -73,7 +117,7 @@ std::string ioList(const std::vector<ModelInfo::Operand>& operands) {
 void printInfo(std::ostream& out, const std::string& path, const ModelInfo& info) {
   out << path << ": " << info.format << " model";
   if (!info.producer.empty()) out << " from " << info.producer;
-  out << "\n";
+  out << " (frontend " << info.frontend << ")\n";
   for (const auto& [key, value] : info.properties) out << "  " << key << ": " << value << "\n";
   if (!info.opsets.empty()) {
     out << "  opsets:";
@@ -82,6 +126,11 @@ void printInfo(std::ostream& out, const std::string& path, const ModelInfo& info
   }
   out << "  inputs: " << ioList(info.inputs) << "\n";
   out << "  outputs: " << ioList(info.outputs) << "\n";
+  for (const ModelInfo::Variant& variant : info.variants) {
+    out << "  variant " << variant.name << ":\n";
+    out << "    inputs: " << ioList(variant.inputs) << "\n";
+    out << "    outputs: " << ioList(variant.outputs) << "\n";
+  }
   out << "  parameters: " << withThousands(info.parameter_count) << " ("
       << formatBytes(static_cast<double>(info.parameter_bytes)) << ")\n";
   int64_t nodes = 0;
@@ -118,11 +167,20 @@ int runConvert(const std::vector<std::string>& argv) {
       "bounds input dims, the pass pipeline optimizes it, and the GE backend builds it\n"
       "(constant folding, epilogue fusion, kernel choice, memory plan). Prints the time and\n"
       "op count of every stage, the parameters and the planned memory. `estuary run` and\n"
-      "`estuary bench` take the result. ATC's spellings --input_shape and\n"
-      "--fusion_switch_file work too.",
+      "`estuary bench` take the result. A model is a file, a directory (a SavedModel), or\n"
+      "several paths given as positionals (a program and its weights file). ATC's spellings\n"
+      "--input_shape, --out_nodes and --fusion_switch_file work too, and ATC's framework\n"
+      "numbers (--framework 5 is onnx). Plugins given with --plugin (or in the pipeline) may\n"
+      "bring conversion extensions: translations of ops the frontends lack.",
       {
-          {"model", "FILE", "the model to convert (or give it as the only positional argument)", ""},
-          {"framework", "NAME", "its frontend (onnx, ...); found from the file when not given", ""},
+          {"model", "PATH", "the model to convert (or give it, or its parts, as positional arguments)", ""},
+          {"framework", "NAME", "its frontend (" + availableList() + "); found from the model when not given", ""},
+          {"weights", "PATH", "the weights, when not where the frontend looks by default", ""},
+          {"signature", "NAME", "the variant to load, e.g. a SavedModel's signature; the frontend's default "
+                                "when not given", ""},
+          {"out-nodes", "NAMES", "values to return as outputs instead of the model's: \"a;b\" (ATC's --out_nodes)", ""},
+          {"frontend-option", "KEY=VALUE", "a frontend-specific option (repeatable); an unknown key is an "
+                                           "error listing the frontend's keys", "", true},
           {"output", "FILE", "where to write the offline model (-o); .eom is added when missing", ""},
           {"input-shape", "SPEC", "input dims: \"x:1,3,224,224;y:-1,128;z:1~16,64\" (-1 keeps a dim symbolic, "
                                   "1~16 keeps it symbolic within a range)", ""},
@@ -134,15 +192,13 @@ int runConvert(const std::vector<std::string>& argv) {
   args.addOptions(pipelineOptionDecls("O2"));
   if (!args.parse(withAtcSpellings(argv))) return 0;
 
-  std::string model_path;
-  if (auto model = args.value("model")) model_path = *model;
-  if (!args.positionals().empty()) {
-    if (!model_path.empty() || args.positionals().size() > 1) {
-      usageError("estuary convert: give one model, with --model or as the positional argument");
-    }
-    model_path = args.positionals()[0];
+  std::vector<std::string> model_paths = args.positionals();
+  if (auto model = args.value("model")) {
+    if (!model_paths.empty()) usageError("estuary convert: give the model with --model or as positional arguments, not both");
+    model_paths = {*model};
   }
-  if (model_path.empty()) usageError("estuary convert: missing --model FILE (see --help)");
+  if (model_paths.empty()) usageError("estuary convert: missing --model PATH (see --help)");
+  const std::string model_path = model_paths.size() == 1 ? model_paths.front() : ModelInput::files(model_paths).name();
   Mode mode = parseMode(args.value("mode").value_or("convert"));
   LogLevel log = parseLogLevel(args.value("log").value_or("info"));
   std::optional<std::string> output = args.value("output");
@@ -162,13 +218,17 @@ int runConvert(const std::vector<std::string>& argv) {
   std::unique_ptr<PassManager> manager = passManagerFrom(args, "O2");
   if (log < LogLevel::Warning) manager->setLog(nullptr);
 
-  std::shared_ptr<const Frontend> frontend =
-      args.value("framework") ? loadFrontend(*args.value("framework")) : frontendForFile(model_path);
-  if (args.value("framework") && !frontend->recognizes(model_path)) {
-    raise(model_path, ": not a ", *args.value("framework"), " model (the frontend does not recognize it)");
-  }
+  ModelInput input = ModelInput::files(model_paths);
+  FrontendOptions options;
+  options.variant = args.value("signature").value_or("");
+  options.weights = args.value("weights").value_or("");
+  options.outputs = nameList(args.value("out-nodes").value_or(""));
+  options.input_shapes = shapes.shapes;
+  options.input_ranges = shapes.ranges;
+  options.keys = frontendKeys(args.values("frontend-option"));
+  const std::string framework = frameworkName(args.value("framework").value_or(""));
   if (mode == Mode::Info) {
-    printInfo(std::cout, model_path, frontend->describe(model_path));
+    printInfo(std::cout, model_path, describeModel(input, options, framework));
     return 0;
   }
 
@@ -184,12 +244,7 @@ int runConvert(const std::vector<std::string>& argv) {
   };
 
   progress.enter(0);
-  std::unique_ptr<Graph> graph = frontend->load(model_path);
-  try {
-    verifyGraph(*graph);
-  } catch (const Error& error) {
-    raise(model_path, ": the frontend produced invalid IR (a frontend bug):\n", error.what());
-  }
+  std::unique_ptr<Graph> graph = loadModel(input, options, framework);
   size_t translated_ops = graph->numNodesRecursive();
   stages.push_back({"translate", lap(), "ops " + std::to_string(translated_ops)});
   Parameters parameters = countParameters(*graph);

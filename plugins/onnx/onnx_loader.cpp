@@ -5,21 +5,14 @@
 #include <functional>
 #include <map>
 
-#include "estuary/ir/verifier.h"
-#include "estuary/ops/schema.h"
+#include "estuary/frontend/graph_translator.h"
 #include "estuary/support/error.h"
-#include "function_inliner.h"
-#include "graph_importer.h"
-#include "node_translation.h"
+#include "onnx_decoder.h"
+#include "onnx_translators.h"
 #include "tensor_data.h"
 
 namespace estuary::onnx_frontend {
 namespace {
-
-std::string directoryOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
 
 // The first bytes as hex, for "not an ONNX model" errors.
 std::string hexHead(std::string_view bytes) {
@@ -43,11 +36,11 @@ bool looksLikeOnnx(std::string_view head) {
     key = (key & 0x7f) | static_cast<uint32_t>(static_cast<uint8_t>(head[1])) << 7;
   }
   const uint32_t number = key >> 3;
-  const auto type = static_cast<WireType>(key & 7);
+  const auto type = static_cast<proto::WireType>(key & 7);
   switch (number) {
-    case 1: case 5: return type == WireType::Varint;                    // ir_version, model_version
+    case 1: case 5: return type == proto::WireType::Varint;                    // ir_version, model_version
     case 2: case 3: case 4: case 6: case 7: case 8: case 14: case 20: case 25: case 26:
-      return type == WireType::Bytes;                                   // strings and messages
+      return type == proto::WireType::Bytes;                                   // strings and messages
     default: return false;
   }
 }
@@ -59,8 +52,8 @@ OnnxModel::OnnxModel(std::string path) : path_(std::move(path)) {
     raise(path_, ": not an ONNX model: it starts with bytes ", hexHead(file_.bytes()),
           ", which do not begin a protobuf ModelProto");
   }
-  model_ = decodeModel(WireSource{path_, file_.data}, file_.bytes());
-  if (model_.ir_version <= 0 || !model_.has_graph) {
+  model_ = decodeModel(proto::Source{path_, file_.data, "an ONNX model", "onnx.proto"}, file_.bytes());
+  if (model_.ir_version <= 0 || !model_.graph) {
     raise(path_, ": not an ONNX model: it decodes as protobuf but has no ",
           model_.ir_version <= 0 ? "ir_version" : "graph");
   }
@@ -77,61 +70,38 @@ OnnxModel::OnnxModel(std::string path) : path_(std::move(path)) {
   }
 }
 
-std::vector<UnsupportedOp> OnnxModel::unsupportedOps() const {
-  std::map<std::string, int64_t> versions;
-  for (const OperatorSetId& id : model_.opset_imports) versions[std::string(id.domain)] = id.version;
-  std::vector<UnsupportedOp> found;
-  std::map<std::pair<std::string, std::string>, size_t> index;
-  auto note = [&](const NodeProto& node, size_t position, std::string domain, int64_t opset) {
-    auto key = std::make_pair(domain, std::string(node.op_type));
-    auto [entry, added] = index.emplace(key, found.size());
-    if (added) found.push_back(UnsupportedOp{std::string(node.op_type), domain, opset, {}});
-    found[entry->second].nodes.push_back(node.name.empty() ? "#" + std::to_string(position) : std::string(node.name));
-  };
-  FunctionInliner functions(model_, path_);
-  std::function<void(const std::vector<NodeProto>&, int64_t, int)> visit = [&](const std::vector<NodeProto>& nodes,
-                                                                             int64_t opset, int depth) {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const NodeProto& node = nodes[i];
-      if (const FunctionProto* function = functions.find(node); function && depth < FunctionInliner::kMaxCallDepth) {
-        visit(function->nodes, functions.opsetOf(*function, opset), depth + 1);
-      } else if (!isDefaultDomain(node.domain)) {
-        std::string domain(node.domain);
-        auto version = versions.find(domain);
-        note(node, i, domain, version == versions.end() ? 0 : version->second);
-      } else if (const OpTranslator* translator = findTranslator(node.op_type);
-                 !translator || translator->since > opset) {
-        // An op newer than the model's opset is not an op of that opset.
-        note(node, i, "", opset);
-      }
-      for (const AttributeProto& attr : node.attributes) {
-        if (attr.g) visit(attr.g->nodes, opset, depth);
-        for (const auto& graph : attr.graphs) visit(graph->nodes, opset, depth);
-      }
-    }
-  };
-  visit(model_.graph.nodes, opset_, 0);
-  return found;
+namespace {
+
+// The translation of one model: decoders over the model's messages and a session over the
+// ONNX translator table.
+struct Translation {
+  TensorReader tensors;
+  OnnxModelContext context;
+  OnnxGraphDecoder main;
+  TranslationSession session;
+
+  Translation(const OnnxModel& model, const MappedFile& file, const FrontendOptions& options)
+      : tensors(file, model.path()),
+        context(model.path(), model.proto(), tensors, model.opset()),
+        main(context, *model.proto().graph, NodeScope{model.opset(), nullptr, nullptr}),
+        session("onnx", model.path(), onnxTranslators(), options) {
+    session.setVersionLabel("opset");
+    session.setFunctionResolver([this](const NodeDecoder& node) { return functionCalledBy(context, node); });
+  }
+};
+
+}  // namespace
+
+std::vector<UnsupportedOp> OnnxModel::unsupportedOps(const FrontendOptions& options) const {
+  Translation translation(*this, file_, options);
+  return translation.session.unsupportedOps(translation.main);
 }
 
-std::unique_ptr<Graph> OnnxModel::toGraph() const {
-  std::vector<UnsupportedOp> unsupported = unsupportedOps();
-  if (!unsupported.empty()) throw UnsupportedOpsError(path_, std::move(unsupported));
-  TensorReader tensors(file_, path_, directoryOf(path_));
-  ModelContext context;
-  context.path = path_;
-  context.opset = opset_;
-  context.tensors = &tensors;
-  FunctionInliner functions(model_, path_);
-  context.functions = &functions;
-  auto graph = std::make_unique<Graph>(model_.graph.name.empty() ? "main" : std::string(model_.graph.name));
-  GraphImporter(context, model_.graph, *graph, nullptr).import();
-  std::vector<VerifierDiagnostic> problems = diagnoseGraph(*graph);
-  if (!problems.empty()) {
-    raise(path_, ": the translated graph is invalid (a bug of the ONNX frontend): ", problems.front().message);
-  }
-  stats_.wrapped_tensors = tensors.wrapped();
-  stats_.copied_tensors = tensors.copied();
+std::unique_ptr<Graph> OnnxModel::toGraph(const FrontendOptions& options) const {
+  Translation translation(*this, file_, options);
+  std::unique_ptr<Graph> graph = translation.session.translate(translation.main);
+  stats_.wrapped_tensors = translation.tensors.weights().wrapped();
+  stats_.copied_tensors = translation.tensors.weights().copied();
   return graph;
 }
 
@@ -141,7 +111,7 @@ ModelInfo OnnxModel::describe() const {
   info.producer = std::string(model_.producer_name);
   if (!model_.producer_version.empty()) info.producer += " " + std::string(model_.producer_version);
   info.properties.emplace_back("ir_version", std::to_string(model_.ir_version));
-  info.properties.emplace_back("graph", std::string(model_.graph.name));
+  info.properties.emplace_back("graph", std::string(model_.graph->name));
   if (!model_.domain.empty()) info.properties.emplace_back("domain", std::string(model_.domain));
   if (model_.model_version != 0) info.properties.emplace_back("model_version", std::to_string(model_.model_version));
   if (!model_.doc_string.empty()) info.properties.emplace_back("doc_string", std::string(model_.doc_string));
@@ -152,44 +122,14 @@ ModelInfo OnnxModel::describe() const {
   for (const OperatorSetId& id : model_.opset_imports) {
     info.opsets[id.domain == "ai.onnx" ? std::string() : std::string(id.domain)] = id.version;
   }
-  const GraphProto& graph = model_.graph;
-  SymbolTable symbols;
-  for (const ValueInfoProto& input : graph.inputs) {
-    bool is_initializer = std::any_of(graph.initializers.begin(), graph.initializers.end(),
-                                      [&](const TensorProto& tensor) { return tensor.name == input.name; });
-    if (!is_initializer) {
-      info.inputs.push_back({std::string(input.name), valueType(input, symbols, path_, "graph input").str()});
-    }
-  }
-  for (const ValueInfoProto& output : graph.outputs) {
-    info.outputs.push_back({std::string(output.name), valueType(output, symbols, path_, "graph output").str()});
-  }
-  std::function<void(const GraphProto&)> count = [&](const GraphProto& g) {
-    for (const NodeProto& node : g.nodes) {
-      std::string domain = isDefaultDomain(node.domain) ? std::string() : std::string(node.domain) + "::";
-      ++info.op_counts[domain + std::string(node.op_type)];
-      for (const AttributeProto& attr : node.attributes) {
-        if (attr.g) count(*attr.g);
-        for (const auto& sub : attr.graphs) count(*sub);
-      }
-    }
-    for (const TensorProto& tensor : g.initializers) {
-      int64_t elements = 1;
-      for (int64_t dim : tensor.dims) {
-        if (dim < 0 || __builtin_mul_overflow(elements, dim, &elements)) {
-          raise(path_, ": initializer '", tensor.name, "' has an impossible shape (dimension ", dim, ")");
-        }
-      }
-      std::optional<DType> dtype = dtypeFromOnnx(tensor.data_type);
-      int64_t bytes = 0;
-      if (__builtin_mul_overflow(elements, static_cast<int64_t>(dtype ? dtypeSize(*dtype) : 0), &bytes) ||
-          __builtin_add_overflow(info.parameter_count, elements, &info.parameter_count) ||
-          __builtin_add_overflow(info.parameter_bytes, bytes, &info.parameter_bytes)) {
-        raise(path_, ": the initializers hold more bytes than a 64-bit count can say (corrupt file)");
-      }
-    }
-  };
-  count(graph);
+  TensorReader tensors(file_, path_);
+  OnnxModelContext context(path_, model_, tensors, opset_);
+  ModelInfo graph_info = describeGraph(OnnxGraphDecoder(context, *model_.graph, NodeScope{opset_, nullptr, nullptr}), path_);
+  info.inputs = std::move(graph_info.inputs);
+  info.outputs = std::move(graph_info.outputs);
+  info.op_counts = std::move(graph_info.op_counts);
+  info.parameter_count = graph_info.parameter_count;
+  info.parameter_bytes = graph_info.parameter_bytes;
   return info;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // An .onnx file opened for the frontend: mapped, decoded, its opsets checked. It answers
-// what a frontend is asked: the model's facts, the ops Estuary cannot translate (all of
-// them), and the core IR graph.
+// what a frontend is asked: the model's facts and the core IR graph, translated by the
+// frontend layer's TranslationSession over the ONNX decoders (onnx_decoder.h).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,14 +25,14 @@ class OnnxModel {
   // The version of the default domain ("" / "ai.onnx") the model imports.
   int64_t opset() const { return opset_; }
 
-  // Every op of the main graph and its subgraphs that cannot be translated, in order of
-  // first appearance, with its nodes (an unnamed node as "#<position in its graph>").
-  std::vector<UnsupportedOp> unsupportedOps() const;
+  // Every op of the main graph, its subgraphs and the functions it calls that cannot be
+  // translated, in order of first appearance, with its nodes.
+  std::vector<UnsupportedOp> unsupportedOps(const FrontendOptions& options = {}) const;
 
   // Translates the model into core IR with inferred types. Raises UnsupportedOpsError
   // listing unsupportedOps() when there are any, an Error naming the file and node on
   // anything else it cannot translate.
-  std::unique_ptr<Graph> toGraph() const;
+  std::unique_ptr<Graph> toGraph(const FrontendOptions& options = {}) const;
 
   // The model's facts, without translating it.
   ModelInfo describe() const;

@@ -1,6 +1,5 @@
 #include "onnx_model.h"
 
-#include <cstring>
 #include <string>
 
 #include "estuary/support/error.h"
@@ -39,299 +38,227 @@ std::string_view onnxAttrTypeName(OnnxAttrType type) {
   return "INVALID";
 }
 
-namespace {
+}  // namespace estuary::onnx_frontend
 
-// Subgraphs nest (If inside Loop inside If ...); a crafted file could nest them deep enough
-// to exhaust the stack, so the decoder stops far beyond what real models use.
-constexpr int kMaxNesting = 64;
+namespace estuary::proto {
 
-float floatFromBits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
+using namespace onnx_frontend;
+
+// Field numbers from onnx/onnx.proto (onnx 1.23). Fields the frontend does not use
+// (doc strings, training info, quantization annotations) are left out and skipped.
+
+template <>
+const MessageTable<StringEntry>& tableOf<StringEntry>() {
+  static const MessageTable<StringEntry> table{"StringStringEntryProto", {
+      field<&StringEntry::key>(1, "key"),
+      field<&StringEntry::value>(2, "value"),
+  }};
+  return table;
 }
 
-double doubleFromBits(uint64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
+template <>
+const MessageTable<OperatorSetId>& tableOf<OperatorSetId>() {
+  static const MessageTable<OperatorSetId> table{"OperatorSetIdProto", {
+      field<&OperatorSetId::domain>(1, "domain"),
+      field<&OperatorSetId::version>(2, "version"),
+  }};
+  return table;
 }
 
-class Decoder {
- public:
-  explicit Decoder(const WireSource& source) : source_(source) {}
+template <>
+const MessageTable<TensorProto>& tableOf<TensorProto>() {
+  static const MessageTable<TensorProto> table{"TensorProto", {
+      field<&TensorProto::dims>(1, "dims"),
+      field<&TensorProto::data_type>(2, "data_type"),
+      custom<TensorProto>(3, "segment", [](TensorProto& tensor, const WireField& wire, const WireReader& reader,
+                                           Decoder&, std::string_view name) {
+        reader.asBytes(wire, name);
+        tensor.has_segment = true;
+      }),
+      field<&TensorProto::float_data>(4, "float_data"),
+      field<&TensorProto::int32_data>(5, "int32_data"),
+      field<&TensorProto::string_data>(6, "string_data"),
+      field<&TensorProto::int64_data>(7, "int64_data"),
+      field<&TensorProto::name>(8, "name"),
+      field<&TensorProto::raw_data>(9, "raw_data"),
+      field<&TensorProto::double_data>(10, "double_data"),
+      field<&TensorProto::uint64_data>(11, "uint64_data"),
+      field<&TensorProto::external_data>(13, "external_data"),
+      field<&TensorProto::data_location>(14, "data_location"),
+  }};
+  return table;
+}
 
-  ModelProto model(std::string_view bytes) {
-    ModelProto model;
-    WireReader reader(source_, bytes, "ModelProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1: model.ir_version = reader.asInt64(field, "ir_version"); break;
-        case 2: model.producer_name = reader.asBytes(field, "producer_name"); break;
-        case 3: model.producer_version = reader.asBytes(field, "producer_version"); break;
-        case 4: model.domain = reader.asBytes(field, "domain"); break;
-        case 5: model.model_version = reader.asInt64(field, "model_version"); break;
-        case 6: model.doc_string = reader.asBytes(field, "doc_string"); break;
-        case 7:
-          model.graph = graph(reader.asBytes(field, "graph"), 0);
-          model.has_graph = true;
-          break;
-        case 8: model.opset_imports.push_back(opsetId(reader.asBytes(field, "opset_import"))); break;
-        case 14: model.metadata.push_back(stringEntry(reader.asBytes(field, "metadata_props"))); break;
-        case 25: model.functions.push_back(function(reader.asBytes(field, "functions"))); break;
-        default: break;  // training_info, configuration: nothing the frontend uses
-      }
-    }
-    return model;
-  }
+template <>
+const MessageTable<SparseTensorProto>& tableOf<SparseTensorProto>() {
+  static const MessageTable<SparseTensorProto> table{"SparseTensorProto", {
+      field<&SparseTensorProto::values>(1, "values"),
+      field<&SparseTensorProto::indices>(2, "indices"),
+      field<&SparseTensorProto::dims>(3, "dims"),
+  }};
+  return table;
+}
 
- private:
-  GraphProto graph(std::string_view bytes, int depth) {
-    if (depth > kMaxNesting) {
-      WireReader(source_, bytes, "GraphProto").fail(bytes.data(), "subgraphs nest deeper than " +
-                                                                       std::to_string(kMaxNesting) + " levels");
-    }
-    GraphProto graph;
-    WireReader reader(source_, bytes, "GraphProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1: graph.nodes.push_back(node(reader.asBytes(field, "node"), depth)); break;
-        case 2: graph.name = reader.asBytes(field, "name"); break;
-        case 5: graph.initializers.push_back(tensor(reader.asBytes(field, "initializer"))); break;
-        case 11: graph.inputs.push_back(valueInfo(reader.asBytes(field, "input"))); break;
-        case 12: graph.outputs.push_back(valueInfo(reader.asBytes(field, "output"))); break;
-        case 13: graph.value_infos.push_back(valueInfo(reader.asBytes(field, "value_info"))); break;
-        case 15:
-          graph.sparse_initializers.push_back(sparseTensor(reader.asBytes(field, "sparse_initializer")));
-          break;
-        default: break;  // doc_string, quantization_annotation, metadata_props
-      }
-    }
-    return graph;
-  }
+template <>
+const MessageTable<DimProto>& tableOf<DimProto>() {
+  static const MessageTable<DimProto> table{"TensorShapeProto.Dimension", {
+      field<&DimProto::value>(1, "dim_value"),
+      field<&DimProto::param>(2, "dim_param"),
+  }};
+  return table;
+}
 
-  NodeProto node(std::string_view bytes, int depth) {
-    NodeProto node;
-    WireReader reader(source_, bytes, "NodeProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1: node.inputs.push_back(reader.asBytes(field, "input")); break;
-        case 2: node.outputs.push_back(reader.asBytes(field, "output")); break;
-        case 3: node.name = reader.asBytes(field, "name"); break;
-        case 4: node.op_type = reader.asBytes(field, "op_type"); break;
-        case 5: node.attributes.push_back(attribute(reader.asBytes(field, "attribute"), depth)); break;
-        case 7: node.domain = reader.asBytes(field, "domain"); break;
-        default: break;  // doc_string, overload, metadata_props, device_configurations
-      }
-    }
-    return node;
-  }
+template <>
+const MessageTable<ShapeProto>& tableOf<ShapeProto>() {
+  static const MessageTable<ShapeProto> table{"TensorShapeProto", {
+      field<&ShapeProto::dims>(1, "dim"),
+  }};
+  return table;
+}
 
-  AttributeProto attribute(std::string_view bytes, int depth) {
-    AttributeProto attr;
-    WireReader reader(source_, bytes, "AttributeProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1: attr.name = reader.asBytes(field, "name"); break;
-        case 2: attr.f = reader.asFloat(field, "f"); break;
-        case 3: attr.i = reader.asInt64(field, "i"); break;
-        case 4: attr.s = reader.asBytes(field, "s"); break;
-        case 5: attr.t = tensor(reader.asBytes(field, "t")); break;
-        case 6: attr.g = std::make_shared<GraphProto>(graph(reader.asBytes(field, "g"), depth + 1)); break;
-        case 7:
-          reader.forEachFixed32(field, "floats", [&](uint32_t bits) { attr.floats.push_back(floatFromBits(bits)); });
-          break;
-        case 8:
-          reader.forEachVarint(field, "ints", [&](uint64_t v) { attr.ints.push_back(static_cast<int64_t>(v)); });
-          break;
-        case 9: attr.strings.push_back(reader.asBytes(field, "strings")); break;
-        case 10: attr.tensors.push_back(tensor(reader.asBytes(field, "tensors"))); break;
-        case 11:
-          attr.graphs.push_back(std::make_shared<GraphProto>(graph(reader.asBytes(field, "graphs"), depth + 1)));
-          break;
-        case 20: attr.type = static_cast<OnnxAttrType>(reader.asInt32(field, "type")); break;
-        case 21: attr.ref_attr_name = reader.asBytes(field, "ref_attr_name"); break;
-        case 22: attr.sparse_tensor = sparseTensor(reader.asBytes(field, "sparse_tensor")); break;
-        default: break;  // doc_string, tp, sparse_tensors, type_protos
-      }
-    }
-    return attr;
-  }
-
-  TensorProto tensor(std::string_view bytes) {
-    TensorProto tensor;
-    WireReader reader(source_, bytes, "TensorProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1:
-          reader.forEachVarint(field, "dims", [&](uint64_t v) { tensor.dims.push_back(static_cast<int64_t>(v)); });
-          break;
-        case 2: tensor.data_type = reader.asInt32(field, "data_type"); break;
-        case 3: tensor.has_segment = true; break;
-        case 4:
-          reader.forEachFixed32(field, "float_data",
-                                [&](uint32_t bits) { tensor.float_data.push_back(floatFromBits(bits)); });
-          break;
-        case 5:
-          reader.forEachVarint(field, "int32_data", [&](uint64_t v) {
-            tensor.int32_data.push_back(static_cast<int32_t>(static_cast<uint32_t>(v)));
-          });
-          break;
-        case 6: tensor.string_data.push_back(reader.asBytes(field, "string_data")); break;
-        case 7:
-          reader.forEachVarint(field, "int64_data",
-                               [&](uint64_t v) { tensor.int64_data.push_back(static_cast<int64_t>(v)); });
-          break;
-        case 8: tensor.name = reader.asBytes(field, "name"); break;
-        case 9:
-          tensor.raw_data = reader.asBytes(field, "raw_data");
-          tensor.has_raw_data = true;
-          break;
-        case 10:
-          reader.forEachFixed64(field, "double_data",
-                                [&](uint64_t bits) { tensor.double_data.push_back(doubleFromBits(bits)); });
-          break;
-        case 11:
-          reader.forEachVarint(field, "uint64_data", [&](uint64_t v) { tensor.uint64_data.push_back(v); });
-          break;
-        case 13: tensor.external_data.push_back(stringEntry(reader.asBytes(field, "external_data"))); break;
-        case 14: tensor.external = reader.asInt32(field, "data_location") == 1; break;
-        default: break;  // doc_string, metadata_props
-      }
-    }
-    return tensor;
-  }
-
-  SparseTensorProto sparseTensor(std::string_view bytes) {
-    SparseTensorProto sparse;
-    WireReader reader(source_, bytes, "SparseTensorProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1: sparse.values = tensor(reader.asBytes(field, "values")); break;
-        case 2: sparse.indices = tensor(reader.asBytes(field, "indices")); break;
-        case 3:
-          reader.forEachVarint(field, "dims", [&](uint64_t v) { sparse.dims.push_back(static_cast<int64_t>(v)); });
-          break;
-        default: break;
-      }
-    }
-    return sparse;
-  }
-
-  ValueInfoProto valueInfo(std::string_view bytes) {
-    ValueInfoProto info;
-    WireReader reader(source_, bytes, "ValueInfoProto");
-    WireField field;
-    while (reader.next(field)) {
-      if (field.number == 1) info.name = reader.asBytes(field, "name");
-      if (field.number == 2) {
-        info.type = type(reader.asBytes(field, "type"));
-        info.has_type = true;
-      }
-    }
-    return info;
-  }
-
-  TypeProto type(std::string_view bytes) {
-    TypeProto type;
-    WireReader reader(source_, bytes, "TypeProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1: type.kind = "tensor"; tensorType(reader.asBytes(field, "tensor_type"), type); break;
-        case 4: type.kind = "sequence"; reader.asBytes(field, "sequence_type"); break;
-        case 5: type.kind = "map"; reader.asBytes(field, "map_type"); break;
-        case 7: type.kind = "opaque"; reader.asBytes(field, "opaque_type"); break;
-        case 8: type.kind = "sparse_tensor"; tensorType(reader.asBytes(field, "sparse_tensor_type"), type); break;
-        case 9: type.kind = "optional"; reader.asBytes(field, "optional_type"); break;
-        default: break;  // denotation
-      }
-    }
-    return type;
-  }
-
-  void tensorType(std::string_view bytes, TypeProto& type) {
-    WireReader reader(source_, bytes, "TypeProto.Tensor");
-    WireField field;
-    while (reader.next(field)) {
-      if (field.number == 1) type.elem_type = reader.asInt32(field, "elem_type");
-      if (field.number == 2) {
-        type.has_shape = true;
-        WireReader shape(source_, reader.asBytes(field, "shape"), "TensorShapeProto");
-        WireField dim_field;
-        while (shape.next(dim_field)) {
-          if (dim_field.number == 1) type.dims.push_back(dim(shape.asBytes(dim_field, "dim")));
-        }
-      }
-    }
-  }
-
-  DimProto dim(std::string_view bytes) {
-    DimProto dim;
-    WireReader reader(source_, bytes, "TensorShapeProto.Dimension");
-    WireField field;
-    while (reader.next(field)) {
-      if (field.number == 1) dim.value = reader.asInt64(field, "dim_value");
-      if (field.number == 2) dim.param = reader.asBytes(field, "dim_param");
-    }
-    return dim;
-  }
-
-  OperatorSetId opsetId(std::string_view bytes) {
-    OperatorSetId id;
-    WireReader reader(source_, bytes, "OperatorSetIdProto");
-    WireField field;
-    while (reader.next(field)) {
-      if (field.number == 1) id.domain = reader.asBytes(field, "domain");
-      if (field.number == 2) id.version = reader.asInt64(field, "version");
-    }
-    return id;
-  }
-
-  StringEntry stringEntry(std::string_view bytes) {
-    StringEntry entry;
-    WireReader reader(source_, bytes, "StringStringEntryProto");
-    WireField field;
-    while (reader.next(field)) {
-      if (field.number == 1) entry.key = reader.asBytes(field, "key");
-      if (field.number == 2) entry.value = reader.asBytes(field, "value");
-    }
-    return entry;
-  }
-
-  FunctionProto function(std::string_view bytes) {
-    FunctionProto function;
-    WireReader reader(source_, bytes, "FunctionProto");
-    WireField field;
-    while (reader.next(field)) {
-      switch (field.number) {
-        case 1: function.name = reader.asBytes(field, "name"); break;
-        case 4: function.inputs.push_back(reader.asBytes(field, "input")); break;
-        case 5: function.outputs.push_back(reader.asBytes(field, "output")); break;
-        case 6: function.attributes.push_back(reader.asBytes(field, "attribute")); break;
-        case 7: function.nodes.push_back(node(reader.asBytes(field, "node"), 1)); break;
-        case 9: function.opset_imports.push_back(opsetId(reader.asBytes(field, "opset_import"))); break;
-        case 10: function.domain = reader.asBytes(field, "domain"); break;
-        case 11: function.attribute_defaults.push_back(attribute(reader.asBytes(field, "attribute_proto"), 1)); break;
-        default: break;
-      }
-    }
-    return function;
-  }
-
-  const WireSource& source_;
+// TypeProto.Tensor and TypeProto.SparseTensor: the element type and shape land in the
+// TypeProto itself.
+struct TensorTypeProto {
+  TypeProto* type = nullptr;
 };
 
-}  // namespace
+template <>
+const MessageTable<TensorTypeProto>& tableOf<TensorTypeProto>() {
+  static const MessageTable<TensorTypeProto> table{"TypeProto.Tensor", {
+      custom<TensorTypeProto>(1, "elem_type", [](TensorTypeProto& tensor, const WireField& wire,
+                                                 const WireReader& reader, Decoder&, std::string_view name) {
+        tensor.type->elem_type = static_cast<int32_t>(static_cast<uint32_t>(reader.asVarint(wire, name)));
+      }),
+      custom<TensorTypeProto>(2, "shape", [](TensorTypeProto& tensor, const WireField& wire, const WireReader& reader,
+                                             Decoder& decoder, std::string_view name) {
+        if (!tensor.type->shape) tensor.type->shape.emplace();
+        decoder.decodeInto(*tensor.type->shape, reader.asBytes(wire, name));
+      }),
+  }};
+  return table;
+}
 
-ModelProto decodeModel(const WireSource& source, std::string_view bytes) {
-  return Decoder(source).model(bytes);
+// One member of TypeProto's `value` oneof: its kind, and for tensors their element type and shape.
+template <size_t KindIndex>
+void typeMember(TypeProto& type, const WireField& wire, const WireReader& reader, Decoder& decoder,
+                std::string_view name) {
+  static constexpr std::string_view kKinds[] = {"tensor", "sequence", "map", "opaque", "sparse_tensor", "optional"};
+  type.kind = kKinds[KindIndex];
+  std::string_view bytes = reader.asBytes(wire, name);
+  if (type.kind == "tensor" || type.kind == "sparse_tensor") {
+    TensorTypeProto tensor{&type};
+    decoder.decodeInto(tensor, bytes);
+  }
+}
+
+template <>
+const MessageTable<TypeProto>& tableOf<TypeProto>() {
+  static const MessageTable<TypeProto> table{"TypeProto", {
+      custom<TypeProto>(1, "tensor_type", typeMember<0>),
+      custom<TypeProto>(4, "sequence_type", typeMember<1>),
+      custom<TypeProto>(5, "map_type", typeMember<2>),
+      custom<TypeProto>(7, "opaque_type", typeMember<3>),
+      custom<TypeProto>(8, "sparse_tensor_type", typeMember<4>),
+      custom<TypeProto>(9, "optional_type", typeMember<5>),
+  }};
+  return table;
+}
+
+template <>
+const MessageTable<ValueInfoProto>& tableOf<ValueInfoProto>() {
+  static const MessageTable<ValueInfoProto> table{"ValueInfoProto", {
+      field<&ValueInfoProto::name>(1, "name"),
+      field<&ValueInfoProto::type>(2, "type"),
+  }};
+  return table;
+}
+
+template <>
+const MessageTable<AttributeProto>& tableOf<AttributeProto>() {
+  static const MessageTable<AttributeProto> table{"AttributeProto", {
+      field<&AttributeProto::name>(1, "name"),
+      field<&AttributeProto::f>(2, "f"),
+      field<&AttributeProto::i>(3, "i"),
+      field<&AttributeProto::s>(4, "s"),
+      field<&AttributeProto::t>(5, "t"),
+      field<&AttributeProto::g>(6, "g"),
+      field<&AttributeProto::floats>(7, "floats"),
+      field<&AttributeProto::ints>(8, "ints"),
+      field<&AttributeProto::strings>(9, "strings"),
+      field<&AttributeProto::tensors>(10, "tensors"),
+      field<&AttributeProto::graphs>(11, "graphs"),
+      field<&AttributeProto::type>(20, "type"),
+      field<&AttributeProto::ref_attr_name>(21, "ref_attr_name"),
+      field<&AttributeProto::sparse_tensor>(22, "sparse_tensor"),
+  }};
+  return table;
+}
+
+template <>
+const MessageTable<NodeProto>& tableOf<NodeProto>() {
+  static const MessageTable<NodeProto> table{"NodeProto", {
+      field<&NodeProto::inputs>(1, "input"),
+      field<&NodeProto::outputs>(2, "output"),
+      field<&NodeProto::name>(3, "name"),
+      field<&NodeProto::op_type>(4, "op_type"),
+      field<&NodeProto::attributes>(5, "attribute"),
+      field<&NodeProto::domain>(7, "domain"),
+  }};
+  return table;
+}
+
+template <>
+const MessageTable<GraphProto>& tableOf<GraphProto>() {
+  static const MessageTable<GraphProto> table{"GraphProto", {
+      field<&GraphProto::nodes>(1, "node"),
+      field<&GraphProto::name>(2, "name"),
+      field<&GraphProto::initializers>(5, "initializer"),
+      field<&GraphProto::inputs>(11, "input"),
+      field<&GraphProto::outputs>(12, "output"),
+      field<&GraphProto::value_infos>(13, "value_info"),
+      field<&GraphProto::sparse_initializers>(15, "sparse_initializer"),
+  }};
+  return table;
+}
+
+template <>
+const MessageTable<FunctionProto>& tableOf<FunctionProto>() {
+  static const MessageTable<FunctionProto> table{"FunctionProto", {
+      field<&FunctionProto::name>(1, "name"),
+      field<&FunctionProto::inputs>(4, "input"),
+      field<&FunctionProto::outputs>(5, "output"),
+      field<&FunctionProto::attributes>(6, "attribute"),
+      field<&FunctionProto::nodes>(7, "node"),
+      field<&FunctionProto::opset_imports>(9, "opset_import"),
+      field<&FunctionProto::domain>(10, "domain"),
+      field<&FunctionProto::attribute_defaults>(11, "attribute_proto"),
+  }};
+  return table;
+}
+
+template <>
+const MessageTable<ModelProto>& tableOf<ModelProto>() {
+  static const MessageTable<ModelProto> table{"ModelProto", {
+      field<&ModelProto::ir_version>(1, "ir_version"),
+      field<&ModelProto::producer_name>(2, "producer_name"),
+      field<&ModelProto::producer_version>(3, "producer_version"),
+      field<&ModelProto::domain>(4, "domain"),
+      field<&ModelProto::model_version>(5, "model_version"),
+      field<&ModelProto::doc_string>(6, "doc_string"),
+      field<&ModelProto::graph>(7, "graph"),
+      field<&ModelProto::opset_imports>(8, "opset_import"),
+      field<&ModelProto::metadata>(14, "metadata_props"),
+      field<&ModelProto::functions>(25, "functions"),
+  }};
+  return table;
+}
+
+}  // namespace estuary::proto
+
+namespace estuary::onnx_frontend {
+
+ModelProto decodeModel(const proto::Source& source, std::string_view bytes) {
+  return proto::decode<ModelProto>(source, bytes);
 }
 
 }  // namespace estuary::onnx_frontend

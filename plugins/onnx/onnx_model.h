@@ -1,14 +1,15 @@
 #pragma once
-// ONNX's ModelProto and the messages below it, decoded from the wire format (wire_reader.h)
-// into plain structs whose strings and byte fields are views of the model file. The file's
-// mapping must outlive them. Field numbers and meanings follow onnx/onnx.proto.
+// ONNX's ModelProto and the messages below it, decoded by the frontend layer's field tables
+// (estuary/frontend/protobuf.h) into plain structs whose strings and byte fields are views
+// of the model file. The file's mapping must outlive them. Field numbers and meanings follow
+// onnx/onnx.proto; onnx_model.cpp holds the tables.
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
 
-#include "wire_reader.h"
+#include "estuary/frontend/protobuf.h"
 
 namespace estuary::onnx_frontend {
 
@@ -33,8 +34,7 @@ struct TensorProto {
   std::string_view name;
   int32_t data_type = kUndefined;
   std::vector<int64_t> dims;
-  bool has_raw_data = false;
-  std::string_view raw_data;
+  std::optional<std::string_view> raw_data;
   // The typed fields, decoded (they hold small tensors; large ones use raw_data).
   std::vector<float> float_data;
   std::vector<int32_t> int32_data;
@@ -42,9 +42,11 @@ struct TensorProto {
   std::vector<double> double_data;
   std::vector<uint64_t> uint64_data;
   std::vector<std::string_view> string_data;
-  bool external = false;  // data_location == EXTERNAL
+  int32_t data_location = 0;  // 1: EXTERNAL
   std::vector<StringEntry> external_data;
   bool has_segment = false;
+
+  bool external() const { return data_location == 1; }
 };
 
 struct SparseTensorProto {
@@ -58,19 +60,21 @@ struct DimProto {
   std::string_view param;        // dim_param
 };
 
+struct ShapeProto {
+  std::vector<DimProto> dims;
+};
+
 struct TypeProto {
   // Which member of the oneof is set: "tensor", "sequence", "map", "optional", "sparse_tensor",
   // "opaque", or empty when none is.
   std::string_view kind;
   int32_t elem_type = kUndefined;
-  bool has_shape = false;  // without a shape the rank is unknown
-  std::vector<DimProto> dims;
+  std::optional<ShapeProto> shape;  // without a shape the rank is unknown
 };
 
 struct ValueInfoProto {
   std::string_view name;
-  bool has_type = false;
-  TypeProto type;
+  std::optional<TypeProto> type;
 };
 
 struct GraphProto;
@@ -143,13 +147,12 @@ struct ModelProto {
   std::string_view domain;
   int64_t model_version = 0;
   std::string_view doc_string;
-  bool has_graph = false;
-  GraphProto graph;
+  std::optional<GraphProto> graph;
   std::vector<StringEntry> metadata;
   std::vector<FunctionProto> functions;
 };
 
 // Decodes a whole model. Raises an Error naming the file on malformed bytes.
-ModelProto decodeModel(const WireSource& source, std::string_view bytes);
+ModelProto decodeModel(const proto::Source& source, std::string_view bytes);
 
 }  // namespace estuary::onnx_frontend

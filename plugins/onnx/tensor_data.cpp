@@ -30,16 +30,9 @@ std::optional<DType> dtypeFromOnnx(int32_t data_type) {
 
 namespace {
 
-// The element count of `dims`, refusing negative dims and counts whose bytes overflow.
-uint64_t elementCount(const std::vector<int64_t>& dims, const std::string& what, const std::string& path) {
-  uint64_t count = 1;
-  for (int64_t dim : dims) {
-    if (dim < 0) raise(path, ": ", what, " has a negative dimension (", dim, ")");
-    if (__builtin_mul_overflow(count, static_cast<uint64_t>(dim), &count) || count > (uint64_t{1} << 60)) {
-      raise(path, ": ", what, " has more elements than a tensor can hold");
-    }
-  }
-  return count;
+std::string directoryOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
 
 // Copies `values` into a new tensor, converting each to the element type `T`.
@@ -53,52 +46,32 @@ Tensor convertInto(DType dtype, std::vector<int64_t> dims, const std::vector<Sou
 
 }  // namespace
 
+TensorReader::TensorReader(const MappedFile& model, const std::string& model_path)
+    : model_(model), weights_(model_path, directoryOf(model_path)) {}
+
 Tensor TensorReader::read(const TensorProto& proto, const std::string& what) {
+  const std::string& path = weights_.model();
   std::optional<DType> dtype = dtypeFromOnnx(proto.data_type);
   if (!dtype) {
-    throw UnsupportedOpsError(model_path_, {UnsupportedOp{"element type " + std::string(onnxDataTypeName(proto.data_type)),
-                                                          "", 0, {what}}});
+    throw UnsupportedOpsError(path, {UnsupportedOp{"element type " + onnxDataTypeName(proto.data_type), "", 0, {what}}});
   }
-  if (proto.has_segment) raise(model_path_, ": ", what, " is a segment of a tensor, which ONNX models must not store");
-  uint64_t count = elementCount(proto.dims, what, model_path_);
-  if (proto.external) return fromExternal(proto, *dtype, proto.dims, what);
-  if (proto.has_raw_data) {
-    uint64_t expected = count * dtypeSize(*dtype);
-    if (proto.raw_data.size() != expected) {
-      raise(model_path_, ": ", what, " has ", proto.raw_data.size(), " bytes of raw_data, its type ",
-            onnxDataTypeName(proto.data_type), shapeText(proto.dims), " needs ", expected);
-    }
-    return fromBytes(*dtype, proto.dims, proto.raw_data.data(), model_.owner);
-  }
-  return fromTypedFields(proto, *dtype, proto.dims, what);
+  if (proto.has_segment) raise(path, ": ", what, " is a segment of a tensor, which ONNX models must not store");
+  weights_.elementCount(proto.dims, what);
+  if (proto.external()) return fromExternal(proto, *dtype, what);
+  if (proto.raw_data) return weights_.fromBytes(*dtype, proto.dims, *proto.raw_data, model_.owner, what);
+  return fromTypedFields(proto, *dtype, what);
 }
 
-std::string TensorReader::shapeText(const std::vector<int64_t>& dims) {
-  std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
-Tensor TensorReader::fromBytes(DType dtype, std::vector<int64_t> dims, const char* data,
-                               const std::shared_ptr<const void>& owner) {
-  if (reinterpret_cast<uintptr_t>(data) % dtypeSize(dtype) == 0) {
-    ++wrapped_;
-    return Tensor::wrap(dtype, std::move(dims), data, owner);
-  }
-  ++copied_;
-  return Tensor::copyOf(dtype, std::move(dims), data);
-}
-
-Tensor TensorReader::fromTypedFields(const TensorProto& proto, DType dtype, std::vector<int64_t> dims,
-                                     const std::string& what) {
-  const uint64_t count = elementCount(dims, what, model_path_);
+Tensor TensorReader::fromTypedFields(const TensorProto& proto, DType dtype, const std::string& what) {
+  std::vector<int64_t> dims = proto.dims;
+  const uint64_t count = weights_.elementCount(dims, what);
   auto check = [&](size_t found, const char* field) {
     if (found != count) {
-      raise(model_path_, ": ", what, " has ", found, " values in ", field, ", its shape ", shapeText(dims),
+      raise(weights_.model(), ": ", what, " has ", found, " values in ", field, ", its shape ", dimsText(dims),
             " needs ", count);
     }
   };
-  ++copied_;
+  weights_.countCopy();
   switch (dtype) {
     case DType::F32:
       check(proto.float_data.size(), "float_data");
@@ -129,29 +102,11 @@ Tensor TensorReader::fromTypedFields(const TensorProto& proto, DType dtype, std:
       return convertInto<uint16_t>(dtype, std::move(dims), proto.int32_data);
     case DType::Undefined: break;
   }
-  raise(model_path_, ": ", what, " has no data");
+  raise(weights_.model(), ": ", what, " has no data");
 }
 
-const MappedFile& TensorReader::externalFile(const std::string& location, const std::string& what) {
-  auto found = external_files_.find(location);
-  if (found != external_files_.end()) return found->second;
-  // ONNX resolves locations against the model's directory and refuses paths leaving it.
-  if (location.empty() || location.front() == '/' || location.find("..") != std::string::npos) {
-    raise(model_path_, ": ", what, " has external data at '", location,
-          "', which is not a path inside the model's directory");
-  }
-  std::string path = directory_.empty() ? location : directory_ + "/" + location;
-  MappedFile file;
-  try {
-    file = mapFile(path, "external data file");
-  } catch (const Error& error) {
-    raise(model_path_, ": ", what, " has its data in an external file that cannot be read: ", error.what());
-  }
-  return external_files_.emplace(location, std::move(file)).first->second;
-}
-
-Tensor TensorReader::fromExternal(const TensorProto& proto, DType dtype, std::vector<int64_t> dims,
-                                  const std::string& what) {
+Tensor TensorReader::fromExternal(const TensorProto& proto, DType dtype, const std::string& what) {
+  const std::string& path = weights_.model();
   std::string location;
   std::optional<uint64_t> offset, length;
   auto number = [&](const StringEntry& entry) {
@@ -160,7 +115,7 @@ Tensor TensorReader::fromExternal(const TensorProto& proto, DType dtype, std::ve
     errno = 0;
     unsigned long long value = std::strtoull(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || errno != 0 || text.front() == '-') {
-      raise(model_path_, ": ", what, " has external_data ", entry.key, " '", text, "', not a byte count");
+      raise(path, ": ", what, " has external_data ", entry.key, " '", text, "', not a byte count");
     }
     return static_cast<uint64_t>(value);
   };
@@ -169,31 +124,32 @@ Tensor TensorReader::fromExternal(const TensorProto& proto, DType dtype, std::ve
     if (entry.key == "offset") offset = number(entry);
     if (entry.key == "length") length = number(entry);
   }
-  if (location.empty()) raise(model_path_, ": ", what, " is stored externally but names no location");
-  const MappedFile& file = externalFile(location, what);
-  const uint64_t bytes = elementCount(dims, what, model_path_) * dtypeSize(dtype);
+  if (location.empty()) raise(path, ": ", what, " is stored externally but names no location");
+  const MappedFile& file = weights_.fileBeside(location, "the external data of " + what);
+  const uint64_t bytes = weights_.elementCount(proto.dims, what) * dtypeSize(dtype);
   const uint64_t start = offset.value_or(0);
   if (length && *length != bytes) {
-    raise(model_path_, ": ", what, " has external data of ", *length, " bytes, its type ",
-          onnxDataTypeName(proto.data_type), shapeText(dims), " needs ", bytes);
+    raise(path, ": ", what, " has external data of ", *length, " bytes, its type ", onnxDataTypeName(proto.data_type),
+          dimsText(proto.dims), " needs ", bytes);
   }
   if (start > file.size || bytes > file.size - start) {
-    raise(model_path_, ": ", what, " reads bytes ", start, "..", start + bytes, " of its external data file '",
-          location, "', which has only ", file.size, " bytes");
+    raise(path, ": ", what, " reads bytes ", start, "..", start + bytes, " of its external data file '", location,
+          "', which has only ", file.size, " bytes");
   }
-  return fromBytes(dtype, std::move(dims), file.data + start, file.owner);
+  return weights_.fromBytes(dtype, proto.dims, std::string_view(file.data + start, bytes), file.owner, what);
 }
 
 Tensor TensorReader::readSparse(const SparseTensorProto& proto, const std::string& what) {
+  const std::string& path = weights_.model();
   Tensor values = read(proto.values, "the values of " + what);
   Tensor indices = read(proto.indices, "the indices of " + what);
-  const uint64_t count = elementCount(proto.dims, what, model_path_);
+  const uint64_t count = weights_.elementCount(proto.dims, what);
   const int64_t nnz = values.shape().size() == 1 ? values.shape()[0] : -1;
   const size_t rank = proto.dims.size();
   const bool linear = indices.shape() == std::vector<int64_t>{nnz};
   const bool coordinates = indices.shape() == std::vector<int64_t>{nnz, static_cast<int64_t>(rank)};
   if (nnz < 0 || indices.dtype() != DType::I64 || !(linear || coordinates)) {
-    raise(model_path_, ": ", what, " is a sparse tensor of malformed parts: values must be 1-D ([NNZ]) and "
+    raise(path, ": ", what, " is a sparse tensor of malformed parts: values must be 1-D ([NNZ]) and "
           "indices i64 [NNZ] or [NNZ, ", rank, "]");
   }
   DType dtype = values.dtype();
@@ -214,8 +170,7 @@ Tensor TensorReader::readSparse(const SparseTensorProto& proto, const std::strin
       }
     }
     if (!inside) {
-      raise(model_path_, ": ", what, ": index ", k, " of the sparse tensor lies outside its shape ",
-            shapeText(proto.dims));
+      raise(path, ": ", what, ": index ", k, " of the sparse tensor lies outside its shape ", dimsText(proto.dims));
     }
     std::memcpy(static_cast<char*>(dense.mutableData()) + position * size, values.data<char>() + k * size, size);
   }

@@ -1,14 +1,12 @@
 #pragma once
-// ONNX TensorProto -> Estuary Tensor. Data in raw_data or in an external file is wrapped
-// where it lies (the model's or the external file's mapping kept alive by the tensor), so
-// weights are not copied; only tensors stored in the typed fields (float_data, int64_data ...;
-// small ones) and raw data not aligned to its element size are copied. Kernels read weights
-// through typed pointers, which must be aligned to the element size; protobuf places
-// raw_data at any byte offset, so a misaligned one is copied into an aligned buffer.
-#include <map>
+// ONNX TensorProto -> Estuary Tensor. Data in raw_data or in an external file goes through
+// the frontend layer's WeightSource, which wraps it where it lies (aligned to its element
+// size) and copies it otherwise; tensors stored in the typed fields (float_data, int64_data
+// ...; small ones) are converted.
 #include <optional>
 #include <string>
 
+#include "estuary/frontend/weights.h"
 #include "estuary/ir/dtype.h"
 #include "estuary/ir/tensor.h"
 #include "estuary/support/mapped_file.h"
@@ -22,9 +20,8 @@ std::optional<DType> dtypeFromOnnx(int32_t data_type);
 
 class TensorReader {
  public:
-  // `model` is the model file's mapping; external data paths are relative to `model_directory`.
-  TensorReader(const MappedFile& model, std::string model_path, std::string model_directory)
-      : model_(model), model_path_(std::move(model_path)), directory_(std::move(model_directory)) {}
+  // `model` is the model file's mapping; external data is looked for beside `model_path`.
+  TensorReader(const MappedFile& model, const std::string& model_path);
 
   // `what` names the tensor in errors ("initializer 'w'", "attribute 'value' of node 'c'").
   Tensor read(const TensorProto& proto, const std::string& what);
@@ -33,25 +30,14 @@ class TensorReader {
   // indices (linear [NNZ] or coordinates [NNZ, rank]) into zeros of the dense shape.
   Tensor readSparse(const SparseTensorProto& proto, const std::string& what);
 
-  // How many tensors were wrapped in place and how many copied (typed fields, misaligned).
-  size_t wrapped() const { return wrapped_; }
-  size_t copied() const { return copied_; }
+  const WeightSource& weights() const { return weights_; }
 
  private:
-  Tensor fromBytes(DType dtype, std::vector<int64_t> dims, const char* data,
-                   const std::shared_ptr<const void>& owner);
-  Tensor fromTypedFields(const TensorProto& proto, DType dtype, std::vector<int64_t> dims,
-                         const std::string& what);
-  Tensor fromExternal(const TensorProto& proto, DType dtype, std::vector<int64_t> dims, const std::string& what);
-  const MappedFile& externalFile(const std::string& location, const std::string& what);
-  static std::string shapeText(const std::vector<int64_t>& dims);
+  Tensor fromTypedFields(const TensorProto& proto, DType dtype, const std::string& what);
+  Tensor fromExternal(const TensorProto& proto, DType dtype, const std::string& what);
 
   const MappedFile& model_;
-  std::string model_path_;
-  std::string directory_;
-  std::map<std::string, MappedFile> external_files_;
-  size_t wrapped_ = 0;
-  size_t copied_ = 0;
+  WeightSource weights_;
 };
 
 }  // namespace estuary::onnx_frontend

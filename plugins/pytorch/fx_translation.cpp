@@ -1,17 +1,18 @@
 #include "fx_translation.h"
 
-#include "fx_importer.h"
+#include "estuary/frontend/graph_translator.h"
 
 namespace estuary::pytorch {
 
-Graph& FxTranslation::graph() { return importer_.graph(); }
+FxTranslation::FxTranslation(NodeContext& context)
+    : context_(context), decoder_(static_cast<const FxNodeDecoder&>(context.decoder())) {}
 
 const FxArg* FxTranslation::arg(size_t position, std::string_view name) const {
   const FxArg* found = nullptr;
-  if (position < node_.args.size()) {
-    found = &node_.args[position];
+  if (position < node().args.size()) {
+    found = &node().args[position];
   } else {
-    for (const auto& [key, value] : node_.kwargs) {
+    for (const auto& [key, value] : node().kwargs) {
       if (key == name) found = &value;
     }
   }
@@ -24,11 +25,15 @@ const FxArg& FxTranslation::requiredArg(size_t position, std::string_view name) 
   return *found;
 }
 
-Value* FxTranslation::valueOf(const FxArg& reference) const { return resultsOf(reference).at(0); }
-
-const std::vector<Value*>& FxTranslation::resultsOf(const FxArg& reference) const {
+Value* FxTranslation::resultOf(const FxArg& reference, size_t i) const {
   if (!reference.isNode()) fail("expected a tensor argument, found a constant");
-  return importer_.resultsOf(reference.node, node_);
+  const FxGraphDecoder& graph = decoder_.graph();
+  Value* value = nullptr;
+  if (reference.node >= graph.fx().nodes.size() ||
+      !context_.translator().lookup(graph.resultName(reference.node, i), value) || !value) {
+    fail("refers to result ", i, " of node #", reference.node, ", which has no tensor value here");
+  }
+  return value;
 }
 
 Value* FxTranslation::tensor(size_t position, std::string_view name) const {
@@ -107,8 +112,8 @@ std::vector<int64_t> FxTranslation::intsArg(size_t position, std::string_view na
 Value* FxTranslation::sizeValue(const FxArg& size) {
   if (size.kind == FxArg::Kind::Int) return constantInts({size.int_value});
   if (!size.isNode()) fail("a size must be an integer or a symbolic size");
-  const FxNode& source = importer_.fx().nodes.at(size.node);
-  if (source.kind == FxNode::Kind::SymInt) return importer_.symbolValue(source.sizes.at(0), node_);
+  const FxNode& source = decoder_.graph().fx().nodes.at(size.node);
+  if (source.kind == FxNode::Kind::SymInt) return symbolValue(source.sizes.at(0));
   Value* value = valueOf(size);
   if (value->dtype() != DType::I64 || !value->shape().isRanked() || value->shape().rank() > 1) {
     fail("size argument '", source.name, "' is ", value->type().str(), ", expected a symbolic size");
@@ -148,10 +153,10 @@ Value* FxTranslation::tensorOrScalar(size_t position, std::string_view name, DTy
 }
 
 DType FxTranslation::resultDType(size_t i) const {
-  if (i >= node_.result_dtypes.size() || node_.result_dtypes[i] == DType::Undefined) {
+  if (i >= node().result_dtypes.size() || node().result_dtypes[i] == DType::Undefined) {
     fail("the dtype of result ", i, " is not known");
   }
-  return node_.result_dtypes[i];
+  return node().result_dtypes[i];
 }
 
 int64_t FxTranslation::axis(int64_t dim, size_t rank) const {
@@ -168,49 +173,23 @@ size_t FxTranslation::rankOf(const Value* value) const {
   return value->shape().rank();
 }
 
-Node* FxTranslation::emit(std::string_view op_type, const std::vector<Value*>& inputs, Attributes attributes,
-                          size_t num_outputs) {
-  Node* last = graph().lastNode();
-  Node* node = graph().createNode(op_type, inputs, num_outputs);
-  node->setName(node_.name);
-  for (auto& [name, value] : attributes) node->setAttr(name, std::move(value));
-  importer_.inferFrom(last, node_);
-  return node;
-}
-
-Value* FxTranslation::constant(Tensor tensor) {
-  Node* last = graph().lastNode();
-  Node* node = graph().createNode("Constant", {});
-  node->setAttr("value", std::move(tensor));
-  importer_.inferFrom(last, node_);
-  return node->output();
-}
-
-Value* FxTranslation::constantInts(const std::vector<int64_t>& values) {
-  return constant(Tensor::fromVector<int64_t>(DType::I64, {static_cast<int64_t>(values.size())}, values));
-}
-
-Value* FxTranslation::scalar(DType dtype, double value) {
-  switch (dtype) {
-    case DType::F32: return constant(Tensor::scalar<float>(dtype, static_cast<float>(value)));
-    case DType::F64: return constant(Tensor::scalar<double>(dtype, value));
-    case DType::I64: return constant(Tensor::scalar<int64_t>(dtype, static_cast<int64_t>(value)));
-    case DType::I32: return constant(Tensor::scalar<int32_t>(dtype, static_cast<int32_t>(value)));
-    case DType::Bool: return constant(Tensor::scalar<uint8_t>(dtype, value != 0.0));
-    default: {
-      Value* wide = constant(Tensor::scalar<double>(DType::F64, value));
-      return cast(wide, dtype);
+Value* FxTranslation::symbolValue(const std::string& expression) {
+  std::map<std::string, Value*>& known = decoder_.graph().symbolValues();
+  auto found = known.find(expression);
+  if (found != known.end()) return found->second;
+  const FxGraph& fx = decoder_.graph().fx();
+  for (const FxNode& input : fx.nodes) {
+    if (input.kind != FxNode::Kind::Input) continue;
+    for (size_t d = 0; d < input.sizes.size(); ++d) {
+      if (input.sizes[d] != expression) continue;
+      Value* tensor = nullptr;
+      context_.translator().lookup(input.name, tensor);
+      Node* shape = emit("Shape", {tensor}, {{"start", static_cast<int64_t>(d)}, {"end", static_cast<int64_t>(d + 1)}});
+      shape->setName(input.name + "_size" + std::to_string(d));
+      return known[expression] = shape->output();
     }
   }
-}
-
-Value* FxTranslation::cast(Value* value, DType dtype) {
-  if (value->dtype() == dtype) return value;
-  return emitValue("Cast", {value}, {{"to", dtype}});
-}
-
-void FxTranslation::failWith(const std::string& message) const {
-  raise("FX node '", node_.name, "' (", node_.target, "): ", message);
+  fail("the symbolic size ", expression, " is not a dim of any tensor input, so its value is unknown at run time");
 }
 
 }  // namespace estuary::pytorch

@@ -1,9 +1,10 @@
 #pragma once
-// Translating one FX node into core IR. Each ATen op has a small free function (op_table.cpp)
-// that receives an FxTranslation: the node's arguments looked up by position or schema name
-// (FX drops trailing defaults and may pass any argument by keyword), helpers that turn
-// Python constants and symbolic sizes into IR values, and emit(), which appends a node and
-// infers its types at once so that later translators see ranks and dtypes.
+// The FX side of translating one node, over the frontend layer's NodeContext. Each ATen op
+// has a small free function (op_table.cpp) that receives an FxTranslation: the node's
+// arguments looked up by position or schema name (FX drops trailing defaults and may pass
+// any argument by keyword), helpers that turn Python constants and symbolic sizes into IR
+// values, and the context's emit(), which appends a node and infers its types at once so
+// that later translators see ranks and dtypes.
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -11,19 +12,21 @@
 #include <string_view>
 #include <vector>
 
-#include "estuary/ops/schema.h"
+#include "estuary/frontend/node_context.h"
+#include "estuary/frontend/translator_table.h"
 #include "estuary/pytorch/fx_graph.h"
+#include "fx_decoder.h"
 
 namespace estuary::pytorch {
 
-class FxImporter;
-
 class FxTranslation {
  public:
-  FxTranslation(FxImporter& importer, const FxNode& node) : importer_(importer), node_(node) {}
+  // `context` is of a node the FX node view (fx_decoder.h) decodes.
+  explicit FxTranslation(NodeContext& context);
 
-  const FxNode& node() const { return node_; }
-  Graph& graph();
+  const FxNode& node() const { return decoder_.node(); }
+  Graph& graph() { return context_.graph(); }
+  NodeContext& context() { return context_; }
 
   // The argument at `position` or passed as keyword `name`; nullptr when absent or None.
   const FxArg* arg(size_t position, std::string_view name) const;
@@ -32,9 +35,10 @@ class FxTranslation {
   // A tensor argument (its first result); required unless optionalTensor() is used.
   Value* tensor(size_t position, std::string_view name) const;
   Value* optionalTensor(size_t position, std::string_view name) const;
-  // The IR value of a node reference (result 0), or every result of a multi-result node.
-  Value* valueOf(const FxArg& reference) const;
-  const std::vector<Value*>& resultsOf(const FxArg& reference) const;
+  // The IR value of a node reference (its first result), or of result i of a node that
+  // returns several.
+  Value* valueOf(const FxArg& reference) const { return resultOf(reference, 0); }
+  Value* resultOf(const FxArg& reference, size_t i) const;
   // Python constants; `fallback` when the argument is absent.
   int64_t intArg(size_t position, std::string_view name, std::optional<int64_t> fallback = {}) const;
   double floatArg(size_t position, std::string_view name, std::optional<double> fallback = {}) const;
@@ -58,39 +62,40 @@ class FxTranslation {
   // The rank of a value whose shape is known by now.
   size_t rankOf(const Value* value) const;
 
-  using Attributes = std::vector<std::pair<std::string, Attribute>>;
-  // Appends a node named after the FX node, with these attributes, and infers its types.
+  using Attributes = NodeContext::Attributes;
+  // The context's: a node named after the FX node, its types inferred at once.
   Node* emit(std::string_view op_type, const std::vector<Value*>& inputs, Attributes attributes = {},
-             size_t num_outputs = 1);
-  Value* emitValue(std::string_view op_type, const std::vector<Value*>& inputs, Attributes attributes = {}) {
-    return emit(op_type, inputs, std::move(attributes))->output();
+             size_t num_outputs = 1) {
+    return context_.emit(op_type, inputs, std::move(attributes), num_outputs);
   }
-  Value* constant(Tensor tensor);
-  Value* constantInts(const std::vector<int64_t>& values);  // 1-D i64
-  Value* scalar(DType dtype, double value);                // 0-D
-  Value* cast(Value* value, DType dtype);                  // no node when already `dtype`
+  Value* emitValue(std::string_view op_type, const std::vector<Value*>& inputs, Attributes attributes = {}) {
+    return context_.emitValue(op_type, inputs, std::move(attributes));
+  }
+  Value* constant(Tensor tensor) { return context_.constant(std::move(tensor)); }
+  Value* constantInts(const std::vector<int64_t>& values) { return context_.constantInts(values); }
+  Value* scalar(DType dtype, double value) { return context_.scalar(dtype, value); }
+  Value* cast(Value* value, DType dtype) { return context_.cast(value, dtype); }
 
-  // Raises "FX node 'name' (target): <message>".
+  // Raises "<model>: node 'name' (target): <message>".
   template <typename... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {
-    std::ostringstream message;
-    (message << ... << parts);
-    failWith(message.str());
+    context_.fail(parts...);
   }
 
  private:
-  [[noreturn]] void failWith(const std::string& message) const;
+  // The value of a symbolic size expression ("s27") as a 1-element i64 tensor: the Shape of
+  // a tensor input that has it as a dim, made once per graph.
+  Value* symbolValue(const std::string& expression);
 
-  FxImporter& importer_;
-  const FxNode& node_;
+  NodeContext& context_;
+  const FxNodeDecoder& decoder_;
 };
 
 // An op translator returns the node's results: one value per tensor it returns (a
-// multi-result op may return fewer when the rest are never used; getitem on them fails).
+// multi-result op may leave off results the graph never reads).
 using FxOpTranslator = std::vector<Value*> (*)(FxTranslation& node);
 
 // The translators, by FX target ("aten.relu.default").
-const FxOpTranslator* findTranslator(std::string_view target);
-std::vector<std::string> translatedTargets();
+const TranslatorTable& fxTranslators();
 
 }  // namespace estuary::pytorch

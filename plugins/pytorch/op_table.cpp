@@ -392,11 +392,8 @@ Results arange(FxTranslation& t) {
 
 Results getitem(FxTranslation& t) {
   int64_t i = t.intArg(1, "b");
-  const std::vector<Value*>& results = t.resultsOf(t.requiredArg(0, "a"));
-  if (i < 0 || i >= static_cast<int64_t>(results.size())) {
-    t.fail("result ", i, " of its source is not translated (only the first ", results.size(), " are)");
-  }
-  return {results[i]};
+  if (i < 0) t.fail("result ", i, " of a node does not exist");
+  return {t.resultOf(t.requiredArg(0, "a"), static_cast<size_t>(i))};
 }
 Results symSize(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
@@ -411,8 +408,8 @@ Results symAdd(FxTranslation& t) { return symArithmetic(t, "Add"); }
 Results symSub(FxTranslation& t) { return symArithmetic(t, "Sub"); }
 Results symFloorDiv(FxTranslation& t) { return symArithmetic(t, "Div"); }  // sizes are >= 0
 
-const std::map<std::string, FxOpTranslator, std::less<>>& table() {
-  static const auto* translators = new std::map<std::string, FxOpTranslator, std::less<>>{
+const std::map<std::string, FxOpTranslator>& table() {
+  static const auto* translators = new std::map<std::string, FxOpTranslator>{
       {"aten.add.Tensor", add}, {"aten.add.Scalar", add}, {"aten.sub.Tensor", sub}, {"aten.sub.Scalar", sub},
       {"aten.rsub.Scalar", rsub}, {"aten.rsub.Tensor", rsub}, {"aten.mul.Tensor", mul}, {"aten.mul.Scalar", mul},
       {"aten.div.Tensor", div}, {"aten.div.Scalar", div},
@@ -452,15 +449,18 @@ const std::map<std::string, FxOpTranslator, std::less<>>& table() {
 
 }  // namespace
 
-const FxOpTranslator* findTranslator(std::string_view target) {
-  auto found = table().find(target);
-  return found == table().end() ? nullptr : &found->second;
-}
-
-std::vector<std::string> translatedTargets() {
-  std::vector<std::string> targets;
-  for (const auto& entry : table()) targets.push_back(entry.first);
-  return targets;
+const TranslatorTable& fxTranslators() {
+  static const TranslatorTable* translators = [] {
+    auto* translators = new TranslatorTable;
+    for (const auto& [target, translate] : table()) {
+      translators->add(target, [translate = translate](NodeContext& context) {
+        FxTranslation translation(context);
+        return translate(translation);
+      });
+    }
+    return translators;
+  }();
+  return *translators;
 }
 
 }  // namespace estuary::pytorch

@@ -4,6 +4,9 @@
     model = estuary.Model("resnet50.onnx")        # an .onnx file, an .eom, an IR file or a Graph
     (y,) = model.run({"x": np.ones((1, 3, 224, 224), np.float32)})
     estuary.convert("resnet50.onnx", "resnet50.eom", input_shapes={"x": [1, 3, 224, 224]})
+
+A model the frontends cannot translate whole converts with `extensions`: Python functions
+that translate its custom ops (docs/frontends.md).
 """
 import os as _os
 
@@ -15,7 +18,8 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
-from ._estuary import EstuaryError, Graph, Model, UnsupportedOpsError, convert, _set_config_dir
+from ._estuary import (EstuaryError, Graph, Model, NodeContext, UnsupportedOpsError, Value, convert, load_plugin,
+                       _set_config_dir)
 
 
 def _shipped_configs():
@@ -29,5 +33,5 @@ def _shipped_configs():
 
 _set_config_dir(_shipped_configs())
 
-__all__ = ["EstuaryError", "Graph", "Model", "UnsupportedOpsError", "convert"]
+__all__ = ["EstuaryError", "Graph", "Model", "NodeContext", "UnsupportedOpsError", "Value", "convert", "load_plugin"]
 __version__ = "0.1.0"

@@ -12,48 +12,20 @@
 #include "estuary/ir/verifier.h"
 #include "estuary/pass/manager.h"
 #include "estuary/pass/pipeline.h"
+#include "estuary/plugin/loader.h"
 #include "estuary/serialize/graph_file.h"
 #include "estuary/support/error.h"
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
 #include "estuary/transforms/input_shapes.h"
+#include "frontend_bindings.h"
+#include "conversions.h"
 #include "torch_bindings.h"
 
 namespace py = pybind11;
 
 namespace estuary::python {
 namespace {
-
-py::dtype numpyDtype(DType dtype) {
-  switch (dtype) {
-    case DType::F32: return py::dtype::of<float>();
-    case DType::F64: return py::dtype::of<double>();
-    case DType::F16: return py::dtype("float16");
-    case DType::I8: return py::dtype::of<int8_t>();
-    case DType::I16: return py::dtype::of<int16_t>();
-    case DType::I32: return py::dtype::of<int32_t>();
-    case DType::I64: return py::dtype::of<int64_t>();
-    case DType::U8: return py::dtype::of<uint8_t>();
-    case DType::Bool: return py::dtype::of<bool>();
-    case DType::BF16: {
-      // NumPy has no bfloat16; ml_dtypes (which JAX, ONNX and TensorFlow use) adds it.
-      py::object bfloat16;
-      try {
-        bfloat16 = py::module_::import("ml_dtypes").attr("bfloat16");
-      } catch (const py::error_already_set&) {
-        raise("bf16 arrays need the ml_dtypes package (pip install ml_dtypes)");
-      }
-      return py::dtype::from_args(bfloat16);
-    }
-    default: raise("NumPy has no dtype for ", dtypeName(dtype));
-  }
-}
-
-py::object dimObject(const Dim& dim) {
-  if (dim.isStatic()) return py::int_(dim.value());
-  if (dim.isSymbolic()) return py::str(dim.str());
-  return py::none();
-}
 
 py::dict ioInfo(const ge::IoInfo& info) {
   py::dict entry;
@@ -165,41 +137,56 @@ Pipeline pipelineFor(const std::string& pipeline) {
   return parsePassList(pipeline);
 }
 
-void optimizeGraph(Graph& graph, const std::string& pipeline, const std::vector<std::string>& disable) {
-  PassManager manager(pipelineFor(pipeline));
-  for (const std::string& name : disable) manager.setEnabled(name, false);
-  manager.setLog(nullptr);
-  manager.run(graph);
+// The pass manager of a pipeline, its plugins loaded (and with them their ops' kernels and
+// conversion extensions).
+std::unique_ptr<PassManager> passManager(const std::string& pipeline, const std::vector<std::string>& disable) {
+  auto manager = std::make_unique<PassManager>(pipelineFor(pipeline));
+  for (const std::string& name : disable) manager->setEnabled(name, false);
+  manager->setLog(nullptr);
+  return manager;
 }
 
-std::shared_ptr<Graph> importModel(const std::string& path, const std::optional<std::string>& framework) {
-  std::shared_ptr<const Frontend> frontend = framework ? loadFrontend(*framework) : frontendForFile(path);
-  std::shared_ptr<Graph> graph = frontend->load(path);
-  verifyGraph(*graph);
-  return graph;
+void optimizeGraph(Graph& graph, const std::string& pipeline, const std::vector<std::string>& disable) {
+  passManager(pipeline, disable)->run(graph);
 }
 
 struct ConvertOptions {
   std::optional<std::string> output;
-  std::optional<std::string> framework;
   InputShapes input_shapes;
   std::string pipeline = "O2";
   std::vector<std::string> disable;
   int threads = 0;
 };
 
-// What `estuary convert` does: translate, fix input shapes, optimize, build, and save when
-// asked to.
-std::shared_ptr<ge::CompiledModel> convertModel(const std::string& path, const ConvertOptions& options) {
-  std::shared_ptr<Graph> graph = importModel(path, options.framework);
-  fixInputShapes(*graph, options.input_shapes);
-  optimizeGraph(*graph, options.pipeline, options.disable);
+// What `estuary convert` does: translate (the input shapes fixed before translation),
+// optimize, build, and save when asked to.
+std::shared_ptr<ge::CompiledModel> convertModel(const ModelInput& input, const FrontendOptions& load,
+                                                const std::string& framework, const ConvertOptions& options) {
+  // The pipeline first: its plugins may bring translations the model needs.
+  std::unique_ptr<PassManager> manager = passManager(options.pipeline, options.disable);
+  std::unique_ptr<Graph> graph = loadModel(input, load, framework);
+  manager->run(*graph);
   ge::BuildOptions build;
   build.num_threads = options.threads;
   std::shared_ptr<ge::CompiledModel> model = ge::CompiledModel::build(*graph, build);
   if (options.output) model->save(*options.output);
   return model;
 }
+
+// The keyword arguments every loading function takes, as pybind11 declares them.
+#define ESTUARY_LOAD_KWARGS                                                                          \
+  py::arg("framework") = py::none(), py::arg("weights") = py::none(), py::arg("signature") = py::none(), \
+      py::arg("outputs") = std::vector<std::string>{},                                              \
+      py::arg("frontend_options") = std::map<std::string, std::string>{}, py::arg("extensions") = py::none()
+
+constexpr const char* kLoadKwargsDoc =
+    "framework: the frontend ('onnx', ...); chosen from the model when None.\n"
+    "weights: where the weights are when not where the frontend looks.\n"
+    "signature: the variant to load (a SavedModel's signature).\n"
+    "outputs: names of values to return instead of the model's outputs.\n"
+    "frontend_options: frontend-specific keys {key: value}.\n"
+    "extensions: {\"Op\" or \"domain::Op\": function(node: NodeContext) -> values}, translations of\n"
+    "    ops the frontend lacks or that should translate differently.";
 
 bool hasExtension(const std::string& path, std::string_view extension) {
   return path.size() > extension.size() && path.compare(path.size() - extension.size(), extension.size(), extension) == 0;
@@ -225,13 +212,19 @@ PYBIND11_MODULE(_estuary, m) {
       .def("text", [](const Graph& graph) { return printGraph(graph); })
       .def("verify", [](const Graph& graph) { verifyGraph(graph); })
       .def_static("import_model",
-                  [](const std::string& path, const std::optional<std::string>& framework) {
+                  [](const py::object& model, const std::optional<std::string>& framework,
+                     const std::optional<std::string>& weights, const std::optional<std::string>& signature,
+                     const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
+                     const py::object& extensions) {
+                    python::LoadArguments load{framework, weights, signature, outputs, keys, extensions};
+                    ModelInput input = python::modelInputOf(model);
+                    FrontendOptions options = load.options();
                     py::gil_scoped_release release;
-                    return estuary::python::importModel(path, framework);
+                    return std::shared_ptr<Graph>(loadModel(input, options, framework.value_or("")));
                   },
-                  py::arg("path"), py::arg("framework") = py::none(),
-                  "Translates a framework's model (an .onnx file, ...) into core IR. The frontend is\n"
-                  "found from the file unless `framework` names it.")
+                  py::arg("model"), ESTUARY_LOAD_KWARGS,
+                  (std::string("Translates a framework's model (a file, a directory, or a list of paths)\n"
+                               "into core IR.\n") + python::kLoadKwargsDoc).c_str())
       .def("optimize", &estuary::python::optimizeGraph, py::arg("pipeline"),
            py::arg("disable") = std::vector<std::string>{},
            "Runs a shipped pipeline ('O2'), a pipeline YAML file or a pass list\n"
@@ -247,42 +240,73 @@ PYBIND11_MODULE(_estuary, m) {
 
   m.def("_set_config_dir", [](const std::string& dir) { estuary::python::configDir() = dir; });
   m.def(
-      "convert",
-      [](const std::string& model, const std::optional<std::string>& output,
-         const std::optional<std::string>& framework, const InputShapes& input_shapes, const std::string& pipeline,
-         const std::vector<std::string>& disable, int threads) {
-        estuary::python::ConvertOptions options{output, framework, input_shapes, pipeline, disable, threads};
-        py::gil_scoped_release release;
-        return Model(estuary::python::convertModel(model, options));
+      "load_plugin",
+      [](const std::string& name_or_path) {
+        PluginHandle plugin = PluginLoader::global().load(name_or_path);
+        py::dict registered;
+        registered["name"] = plugin->name();
+        registered["path"] = plugin->path();
+        registered["ops"] = plugin->ops();
+        registered["passes"] = plugin->passes();
+        registered["frontends"] = plugin->frontends();
+        registered["conversions"] = plugin->conversions();
+        return registered;
       },
-      py::arg("model"), py::arg("output") = py::none(), py::kw_only(), py::arg("framework") = py::none(),
-      py::arg("input_shapes") = InputShapes{}, py::arg("pipeline") = "O2",
-      py::arg("disable") = std::vector<std::string>{}, py::arg("threads") = 0,
-      "Converts a framework's model into a runnable Model, like `estuary convert`: translate,\n"
-      "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic), run the pipeline,\n"
-      "build; writes the offline model to `output` when given.");
+      py::arg("name_or_path"),
+      "Loads a plugin (a name found like pipeline plugins, or a path): its ops, passes,\n"
+      "frontends and conversion extensions are registered for every later load. Returns\n"
+      "what it registered.");
+  m.def(
+      "convert",
+      [](const py::object& model, const std::optional<std::string>& output, const InputShapes& input_shapes,
+         const std::string& pipeline, const std::vector<std::string>& disable, int threads,
+         const std::optional<std::string>& framework, const std::optional<std::string>& weights,
+         const std::optional<std::string>& signature, const std::vector<std::string>& outputs,
+         const std::map<std::string, std::string>& keys, const py::object& extensions) {
+        python::ConvertOptions options{output, input_shapes, pipeline, disable, threads};
+        python::LoadArguments load{framework, weights, signature, outputs, keys, extensions};
+        ModelInput input = python::modelInputOf(model);
+        FrontendOptions frontend_options = load.options(input_shapes);
+        py::gil_scoped_release release;
+        return Model(python::convertModel(input, frontend_options, framework.value_or(""), options));
+      },
+      py::arg("model"), py::arg("output") = py::none(), py::kw_only(), py::arg("input_shapes") = InputShapes{},
+      py::arg("pipeline") = "O2", py::arg("disable") = std::vector<std::string>{}, py::arg("threads") = 0,
+      ESTUARY_LOAD_KWARGS,
+      (std::string("Converts a framework's model into a runnable Model, like `estuary convert`: translate,\n"
+                   "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic), run the pipeline,\n"
+                   "build; writes the offline model to `output` when given.\n") + python::kLoadKwargsDoc).c_str());
 
   py::class_<Model>(m, "Model", "A graph built by the GE backend for the CPU, ready to run.")
-      .def(py::init([](const py::object& source, int threads) {
+      .def(py::init([](const py::object& source, int threads, const std::optional<std::string>& framework,
+                       const std::optional<std::string>& weights, const std::optional<std::string>& signature,
+                       const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
+                       const py::object& extensions) {
              ge::BuildOptions options;
              options.num_threads = threads;
              if (py::isinstance<Graph>(source)) {
                return Model(ge::CompiledModel::build(*source.cast<std::shared_ptr<Graph>>(), options));
              }
-             std::string path = py::str(source);
-             py::gil_scoped_release release;
-             if (ge::isOfflineModelFile(path)) return Model(ge::CompiledModel::load(path, options));
-             if (estuary::python::hasExtension(path, ".est") || estuary::python::hasExtension(path, ".estir")) {
-               std::unique_ptr<Graph> graph = readGraphFile(path);
-               return Model(ge::CompiledModel::build(*graph, options));
-             }
-             estuary::python::ConvertOptions convert;
+             ModelInput input = python::modelInputOf(source);
+             python::LoadArguments load{framework, weights, signature, outputs, keys, extensions};
+             FrontendOptions frontend_options = load.options();
+             python::ConvertOptions convert;
              convert.threads = threads;
-             return Model(estuary::python::convertModel(path, convert));
+             py::gil_scoped_release release;
+             const std::string& path = input.path();
+             if (input.kind() == ModelInput::Kind::File && !framework) {
+               if (ge::isOfflineModelFile(path)) return Model(ge::CompiledModel::load(path, options));
+               if (python::hasExtension(path, ".est") || python::hasExtension(path, ".estir")) {
+                 std::unique_ptr<Graph> graph = readGraphFile(path);
+                 return Model(ge::CompiledModel::build(*graph, options));
+               }
+             }
+             return Model(python::convertModel(input, frontend_options, framework.value_or(""), convert));
            }),
-           py::arg("source"), py::arg("threads") = 0,
-           "Loads an offline model (.eom), builds an IR file (.est, .estir) or a Graph, or\n"
-           "converts a framework's model (.onnx, ...) with the O2 pipeline. threads=0 uses every core.")
+           py::arg("source"), py::arg("threads") = 0, py::kw_only(), ESTUARY_LOAD_KWARGS,
+           (std::string("Loads an offline model (.eom), builds an IR file (.est, .estir) or a Graph, or\n"
+                        "converts a framework's model (a file, a directory, or a list of paths) with the O2\n"
+                        "pipeline. threads=0 uses every core.\n") + python::kLoadKwargsDoc).c_str())
       .def("run", &Model::run, py::arg("inputs"),
            "Runs with a dict name -> array or a list in input order; returns the outputs as a list.\n"
            "C-contiguous inputs of the right dtype are read in place; outputs are written in place.")
@@ -300,5 +324,6 @@ PYBIND11_MODULE(_estuary, m) {
         result["kernels"] = report.kernels;
         return result;
       });
-  estuary::python::registerTorchBindings(m);
+  python::registerFrontendBindings(m);
+  python::registerTorchBindings(m);
 }

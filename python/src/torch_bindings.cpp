@@ -1,7 +1,8 @@
 // `estuary._estuary.fx`: what estuary.torch needs from C++. Python walks the FX graph and
-// hands over a compact description (fx_graph.h); the FX frontend plugin translates it into
-// core IR; CompiledGraph builds it with the GE backend and runs it on torch tensors' memory,
-// given as addresses, so that inputs, weights and outputs are never copied.
+// hands over a compact description (fx_graph.h); the frontend "pytorch" translates it into
+// core IR, taking it in memory through loadModel() like any model; CompiledGraph builds it
+// with the GE backend and runs it on torch tensors' memory, given as addresses, so that
+// inputs, weights and outputs are never copied.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -10,14 +11,14 @@
 
 #include <fstream>
 
+#include "estuary/frontend/frontend.h"
 #include "estuary/ge/model.h"
 #include "estuary/pass/manager.h"
 #include "estuary/pass/pipeline.h"
-#include "estuary/plugin/extensions.h"
-#include "estuary/plugin/loader.h"
 #include "estuary/pytorch/fx_graph.h"
 #include "estuary/support/error.h"
 #include "estuary/text/printer.h"
+#include "frontend_bindings.h"
 
 namespace py = pybind11;
 
@@ -25,7 +26,6 @@ namespace estuary::python {
 namespace {
 
 using pytorch::FxArg;
-using pytorch::FxFrontend;
 using pytorch::FxGraph;
 using pytorch::FxNode;
 
@@ -34,15 +34,15 @@ struct FxRef {
   size_t index;
 };
 
-const FxFrontend& fxFrontend() {
-  static pytorch::FxFrontendSlot slot;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    ExtensionPoints::global().provide(pytorch::kFxFrontendExtension, &slot);
-    PluginLoader::global().load("pytorch_fx");
-    if (!slot.frontend) raise("plugin 'pytorch_fx' loaded but offered no FX frontend");
-  });
-  return *slot.frontend;
+// The targets Estuary translates: the frontend's table, the extensions plugins registered,
+// and `extensions` ({target: function}).
+std::vector<std::string> supportedTargets(const py::object& extensions) {
+  std::vector<std::string> targets = loadFrontend("pytorch")->ops();
+  for (const std::string& op : ConversionExtensions::global().ops("pytorch")) targets.push_back(op);
+  for (const ConversionExtension& extension : pythonExtensions(extensions, "pytorch")) {
+    targets.push_back(extension.op_type);
+  }
+  return targets;
 }
 
 DType dtypeNamed(const std::string& name, const std::string& where) {
@@ -101,8 +101,10 @@ std::vector<int64_t> staticSizes(const FxNode& node) {
 }
 
 // nodes: ("input", name, dtype, sizes) | ("weight", name, dtype, sizes, tensor) |
-//        ("symint", name, expression) | ("call", name, target, args, kwargs, result_dtypes)
-std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes, const py::list& outputs) {
+//        ("symint", name, expression) |
+//        ("call", name, target, args, kwargs, result_dtypes, arg_names)
+std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes, const py::list& outputs,
+                                 const py::object& extensions) {
   FxGraph fx;
   fx.name = name;
   for (const py::handle& entry : nodes) {
@@ -129,15 +131,18 @@ std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes,
         std::string text = dtype.cast<std::string>();
         node.result_dtypes.push_back(text.empty() ? DType::Undefined : dtypeNamed(text, "FX node '" + node.name + "'"));
       }
+      node.arg_names = item[6].cast<std::vector<std::string>>();
     } else {
       raise("FX node '", node.name, "': unknown kind '", kind, "'");
     }
     fx.nodes.push_back(std::move(node));
   }
   for (const py::handle& output : outputs) fx.outputs.push_back(argOf(output));
-  const FxFrontend& frontend = fxFrontend();
+  FrontendOptions options;
+  options.extensions = pythonExtensions(extensions, "pytorch");
+  ModelInput input = ModelInput::object(pytorch::kFxGraphObjectType, &fx, nullptr, "FX graph '" + name + "'");
   py::gil_scoped_release release;
-  return std::shared_ptr<Graph>(frontend.translate(fx));
+  return std::shared_ptr<Graph>(loadModel(input, options, "pytorch"));
 }
 
 // Runs a pipeline (a YAML file, or a pass list) over the graph; with `dump_dir`, the pass
@@ -242,10 +247,13 @@ void registerTorchBindings(py::module_& parent) {
   py::class_<FxRef>(m, "Ref", "A reference to the FX node at this index of the node list.")
       .def(py::init<size_t>(), py::arg("index"))
       .def_readonly("index", &FxRef::index);
-  m.def("supported_targets", [] { return fxFrontend().targets(); },
-        "The FX call_function targets with a translation.");
+  m.def("supported_targets", &supportedTargets, py::arg("extensions") = py::none(),
+        "The FX call_function targets with a translation: the frontend's, registered extensions'\n"
+        "and those of `extensions` ({target: function}).");
   m.def("translate", &translate, py::arg("name"), py::arg("nodes"), py::arg("outputs"),
-        "Translates an FX graph description into a core-IR Graph.");
+        py::arg("extensions") = py::none(),
+        "Translates an FX graph description into a core-IR Graph through the frontend 'pytorch';\n"
+        "`extensions` ({target: function(node)}) translate targets Estuary lacks.");
   m.def("optimize", &optimize, py::arg("graph"), py::arg("pipeline"), py::arg("dump_dir") = "",
         "Runs a pipeline (YAML file or pass list) over the graph; returns (pass, changes, seconds) per run.");
   m.def("dump", &dumpGraph, py::arg("graph"), py::arg("path"), py::arg("title"),

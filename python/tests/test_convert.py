@@ -65,7 +65,7 @@ def test_errors_name_what_is_wrong(model_file, tmp_path):
         estuary.convert(model_file, input_shapes={"y": [1, 4]})
     other = tmp_path / "other.bin"
     other.write_bytes(b"\x00\x01")
-    with pytest.raises(estuary.EstuaryError, match="no frontend recognizes this file"):
+    with pytest.raises(estuary.EstuaryError, match="no frontend supports this input"):
         estuary.Model(str(other))
     unsupported = tmp_path / "u.testmodel"
     unsupported.write_text("# estuary test model\n# unsupported Foo a\n")

@@ -132,7 +132,7 @@ TEST_F(ConvertCli, RefusesBadUsage) {
   std::ofstream(path("other.txt")) << "not a model\n";
   CliRun unknown = convert("--model " + path("other.txt") + " -o " + path("x.eom"));
   EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_CONTAINS(unknown.output, "no frontend recognizes this file");
+  EXPECT_CONTAINS(unknown.output, "no frontend supports this input");
   CliRun shape = convert("--model " + path("m.testmodel") + " --input-shape y:1 -o " + path("x.eom"));
   EXPECT_EQ(shape.exit_code, 1);
   EXPECT_CONTAINS(shape.output, "the graph has no input 'y' (inputs: x)");

@@ -42,7 +42,7 @@ TEST_P(OnnxGoldenTest, Translates) {
   const fs::path dir(ESTUARY_ONNX_GOLDEN_DIR);
   const fs::path model = dir / (GetParam() + ".onnx");
   const fs::path expected_path = dir / (GetParam() + ".est");
-  std::unique_ptr<Graph> graph = loadFrontend("onnx")->load(model.string());
+  std::unique_ptr<Graph> graph = loadModel(ModelInput::path(model.string()), {}, "onnx");
   std::string actual = printGraph(*graph);
   if (const char* update = std::getenv("ESTUARY_UPDATE_GOLDEN"); update && std::string(update) == "1") {
     std::ofstream(expected_path, std::ios::binary)

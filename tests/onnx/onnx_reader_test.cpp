@@ -186,9 +186,9 @@ TEST_F(OnnxReaderTest, ExternalDataIsMappedInPlace) {
 
 TEST_F(OnnxReaderTest, MissingExternalDataFileIsNamed) {
   std::string path = write("m.onnx", identityOf(externalTensor("gone.bin", 0, 16, 4)));
-  EXPECT_EQ(loadError(path), path + ": initializer 'w' has its data in an external file that cannot be read: " +
+  EXPECT_EQ(loadError(path), path + ": the external data of initializer 'w' cannot be read: " +
                                  (dir_ / "gone.bin").string() +
-                                 ": cannot open the external data file: No such file or directory");
+                                 ": cannot open the file: No such file or directory");
 }
 
 TEST_F(OnnxReaderTest, ExternalDataPastTheFileEndIsRefused) {
@@ -350,12 +350,12 @@ TEST_F(OnnxReaderTest, UndefinedInputAndDoubleDefinitionAreNamed) {
                   {valueInfo("y", kFloat, {})});
   std::string path = write("m.onnx", model(13, g));
   EXPECT_EQ(loadError(path), path + ": node 'neg' (Neg, opset 13): input 0 'nowhere' is not defined by any node, "
-                                    "initializer or graph input");
+                                    "weight or graph input");
   g = graph("g", {node("Neg", {"x"}, {"y"}, "neg1"), node("Abs", {"x"}, {"y"}, "abs")}, {},
             {valueInfo("x", kFloat, {int64_t{2}})}, {valueInfo("y", kFloat, {})});
   path = write("m2.onnx", model(13, g));
-  EXPECT_EQ(loadError(path), path + ": graph 'g': value 'y' is defined twice (again by node 'abs'); ONNX values are "
-                                    "defined once");
+  EXPECT_EQ(loadError(path), path + ": graph 'g': value 'y' is defined twice (again by node 'abs' (Abs)); a value "
+                                    "is defined once");
 }
 
 TEST_F(OnnxReaderTest, UnnamedOutputsOfAnIfStay) {
@@ -389,7 +389,7 @@ TEST_F(OnnxReaderTest, EveryUnsupportedOpIsListedWithItsNodesAndOpset) {
                   {valueInfo("y", kFloat, {})});
   std::string path = write("m.onnx", model(18, g, 0, {"com.microsoft"}));
   try {
-    loadFrontend("onnx")->load(path);
+    loadModel(ModelInput::path(path), {}, "onnx");
     FAIL() << "loaded";
   } catch (const UnsupportedOpsError& error) {
     const std::vector<UnsupportedOp>& ops = error.ops();
@@ -409,10 +409,12 @@ TEST_F(OnnxReaderTest, EveryUnsupportedOpIsListedWithItsNodesAndOpset) {
 
 TEST_F(OnnxReaderTest, FrontendRecognizesAndDescribes) {
   std::string path = write("model.bin", reluModel(17, {std::string("batch"), int64_t{3}}));
-  std::shared_ptr<const Frontend> frontend = frontendForFile(path);
-  EXPECT_TRUE(frontend->recognizes(path));
-  EXPECT_FALSE(frontend->recognizes(write("text.txt", "hello")));
-  ModelInfo info = frontend->describe(path);
+  EXPECT_EQ(chooseFrontend(ModelInput::path(path), {}), "onnx");
+  std::shared_ptr<const Frontend> frontend = loadFrontend("onnx");
+  EXPECT_TRUE(frontend->supports(ModelInput::path(path), {}));
+  EXPECT_FALSE(frontend->supports(ModelInput::path(write("text.txt", "hello")), {}));
+  ModelInfo info = describeModel(ModelInput::path(path));
+  EXPECT_EQ(info.frontend, "onnx");
   EXPECT_EQ(info.format, "ONNX");
   EXPECT_EQ(info.producer, "onnx_writer");
   EXPECT_EQ(info.opsets, (std::map<std::string, int64_t>{{"", 17}}));

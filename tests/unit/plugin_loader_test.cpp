@@ -70,11 +70,12 @@ struct Registries {
   OpRegistry ops;
   PassRegistry passes;
   FrontendRegistry frontends;
+  ConversionExtensions conversions;
 };
 
 TEST(PluginLoader, LoadsAPluginAndReportsWhatItRegistered) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   PluginHandle plugin = loader.load(testPlugin("test_good"));
   EXPECT_EQ(plugin->name(), "test_good");
   EXPECT_EQ(plugin->version(), "1.2.3");
@@ -101,7 +102,7 @@ TEST(PluginLoader, LoadsAPluginAndReportsWhatItRegistered) {
 
 TEST(PluginLoader, LoadingTheSameFileTwiceIsANoOp) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   PluginHandle first = loader.load(testPlugin("test_good"));
   EXPECT_EQ(loader.load(testPlugin("test_good")), first);
   EXPECT_EQ(loader.load("test_good", kTestPluginDir), first);
@@ -117,7 +118,7 @@ TEST(PluginLoader, RefusesASecondPluginOfTheSameName) {
   std::string copy = dir.file(PluginLoader::fileNameFor("test_good"));
   fs::copy_file(testPlugin("test_good"), copy);
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   loader.load(testPlugin("test_good"));
   EXPECT_EQ(errorOf([&] { loader.load(copy); }),
             "cannot load plugin " + canonical(copy) +
@@ -136,14 +137,14 @@ TEST(PluginLoader, FindsNamesInTheYamlDirThenThePluginPathThenTheInstallDir) {
     EXPECT_EQ(dirs[2], kTestPluginDir);
     EXPECT_EQ(dirs[3], PluginLoader::installDir());
     Registries r;
-    PluginLoader loader(r.ops, r.passes, r.frontends);
+    PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
     EXPECT_EQ(loader.load("test_good", empty.str())->path(), canonical(testPlugin("test_good")));
   }
   {
     // A file name is searched like a plugin name.
     PluginPathScope path(nullptr);
     Registries r;
-    PluginLoader loader(r.ops, r.passes, r.frontends);
+    PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
     EXPECT_EQ(loader.load(PluginLoader::fileNameFor("test_good"), kTestPluginDir)->name(),
               "test_good");
   }
@@ -153,7 +154,7 @@ TEST(PluginLoader, TheInstallDirIsBesideTheCoreLibrary) {
   EXPECT_EQ(canonical(PluginLoader::installDir()), canonical(ESTUARY_PLUGIN_DIR));
   PluginPathScope path(nullptr);
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   PluginHandle fusion = loader.load("fusion_add_rms_norm");
   EXPECT_EQ(fusion->path(),
             canonical(std::string(ESTUARY_PLUGIN_DIR) + "/libestuary_fusion_add_rms_norm.so"));
@@ -162,7 +163,7 @@ TEST(PluginLoader, TheInstallDirIsBesideTheCoreLibrary) {
 TEST(PluginLoader, MissingFilesNameWhereTheyWereLookedFor) {
   PluginPathScope path("/nonexistent/a:/nonexistent/b");
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   EXPECT_EQ(errorOf([&] { loader.load("nope", "/pipelines"); }),
             "plugin 'nope' not found: no file libestuary_nope.so in /pipelines, /nonexistent/a, "
             "/nonexistent/b, " +
@@ -183,7 +184,7 @@ TEST(PluginLoader, RefusesFilesThatAreNotSharedObjects) {
   std::string truncated = dir.file("libestuary_truncated.so");
   std::ofstream(truncated, std::ios::binary) << "\x7f" "ELF" << std::string(60, '\x01');
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   EXPECT_EQ(errorOf([&] { loader.load(text); }),
             "cannot load plugin " + canonical(text) + ": not a shared object (no ELF header)");
   std::string error = errorOf([&] { loader.load("truncated", dir.str()); });
@@ -198,7 +199,7 @@ TEST(PluginLoader, RefusesFilesThatAreNotSharedObjects) {
 
 TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoint) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_no_entry")); }),
             "cannot load plugin " + canonical(testPlugin("test_no_entry")) +
                 ": no entry point 'estuary_plugin_descriptor': not an Estuary plugin (define one "
@@ -207,7 +208,7 @@ TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoint) {
 
 TEST(PluginLoader, RefusesAnotherAbiVersionBeforeRunningAnyOfItsCode) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   // Its register function aborts the process: reaching it fails the test.
   std::string error = errorOf([&] { loader.load(testPlugin("test_wrong_abi")); });
   EXPECT_EQ(error.rfind("cannot load plugin " + canonical(testPlugin("test_wrong_abi")) +
@@ -225,7 +226,7 @@ TEST(PluginLoader, RefusesAnotherAbiVersionBeforeRunningAnyOfItsCode) {
 
 TEST(PluginLoader, RefusesBrokenDescriptors) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   // Their register functions abort the process: reaching one fails the test.
   auto refusal = [&](const std::string& name) {
     std::string error = errorOf([&] { loader.load(testPlugin(name)); });
@@ -250,7 +251,7 @@ TEST(PluginLoader, RefusesBrokenDescriptors) {
 
 TEST(PluginLoader, RegistrationThatThrowsRegistersNothing) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_throws")); }),
             "cannot load plugin " + canonical(testPlugin("test_throws")) +
                 ": its registration failed: no accelerator found");
@@ -267,7 +268,7 @@ TEST(PluginLoader, NameClashesRegisterNothing) {
   {
     Registries r;
     r.ops.add(OpSchema("Clash", "test_plugin").input("x", "T").output("y", "T").typeConstraint("T", allTypes()));
-    PluginLoader loader(r.ops, r.passes, r.frontends);
+    PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
     EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_clash")); }),
               "cannot load plugin " + canonical(testPlugin("test_clash")) +
                   ": it registers op test_plugin::Clash, which is already registered");
@@ -276,7 +277,7 @@ TEST(PluginLoader, NameClashesRegisterNothing) {
   {
     Registries r;
     r.passes.add(PassInfo{"test_clash_pass", "taken", {}, noPass});
-    PluginLoader loader(r.ops, r.passes, r.frontends);
+    PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
     EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_clash")); }),
               "cannot load plugin " + canonical(testPlugin("test_clash")) +
                   ": it registers pass 'test_clash_pass', which is already registered");
@@ -286,7 +287,7 @@ TEST(PluginLoader, NameClashesRegisterNothing) {
 
 TEST(PluginLoader, RefusesAPassWhoseOptionDefaultHasAnotherKind) {
   Registries r;
-  PluginLoader loader(r.ops, r.passes, r.frontends);
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
   EXPECT_EQ(errorOf([&] { loader.load(testPlugin("test_bad_option")); }),
             "cannot load plugin " + canonical(testPlugin("test_bad_option")) +
                 ": pass 'test_clash_pass': the default of option 'depth' is a string, the option "
@@ -301,7 +302,7 @@ TEST(PluginLoader, APassOutlivesHandleLoaderAndRegistriesAndKeepsItsCodeLoaded) 
   std::shared_ptr<Pass> pass;
   {
     Registries r;
-    PluginLoader loader(r.ops, r.passes, r.frontends);
+    PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
     PluginHandle handle = loader.load(path);
     pass = r.passes.create("test_plugin_mark", {});
     EXPECT_TRUE(isLoaded(path));
@@ -320,14 +321,15 @@ TEST(PluginLoader, AFrontendKeepsItsPluginLoaded) {
   std::shared_ptr<const Frontend> frontend;
   {
     Registries r;
-    PluginLoader loader(r.ops, r.passes, r.frontends);
+    PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
     PluginHandle plugin = loader.load(path);
     EXPECT_EQ(plugin->frontends(), std::vector<std::string>{"test"});
     ASSERT_NE(r.frontends.find("test"), nullptr);
     frontend = r.frontends.create("test");
   }
   EXPECT_TRUE(isLoaded(path));
-  EXPECT_FALSE(frontend->recognizes("/nonexistent"));
+  std::string text = "# estuary test model\ngraph @g() {\n  return\n}\n";
+  EXPECT_TRUE(frontend->supports(ModelInput::object("test.model_text", &text, nullptr, "text"), {}));
   frontend.reset();
   EXPECT_FALSE(isLoaded(path));
 }
@@ -338,7 +340,8 @@ TEST(PluginLoader, AnOpSchemaKeepsItsInferenceCodeLoaded) {
   {
     PassRegistry passes;
     FrontendRegistry frontends;
-    PluginLoader loader(*ops, passes, frontends);
+    ConversionExtensions conversions;
+    PluginLoader loader(*ops, passes, frontends, conversions);
     loader.load(path);
   }
   EXPECT_TRUE(isLoaded(path));

@@ -6,8 +6,11 @@
 #include <sstream>
 #include <system_error>
 
+#include "estuary/ir/graph.h"
+#include "estuary/ir/verifier.h"
 #include "estuary/pass/pass.h"
 #include "estuary/plugin/loader.h"
+#include "estuary/transforms/input_shapes.h"
 
 namespace fs = std::filesystem;
 
@@ -43,13 +46,6 @@ bool endsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-std::string lowercaseExtension(const std::string& path) {
-  std::string extension = fs::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension;
-}
-
 // Keeps the plugin's code loaded for as long as the frontend it made is in use.
 std::shared_ptr<const Frontend> keepingAlive(std::shared_ptr<const Frontend> frontend,
                                              std::shared_ptr<const void> keep_alive) {
@@ -68,6 +64,7 @@ std::shared_ptr<const Frontend> keepingAlive(std::shared_ptr<const Frontend> fro
 void FrontendInfo::check() const {
   if (name.empty()) raise("a frontend has no name");
   if (!factory) raise("frontend '", name, "' has no factory");
+  if (accepts.empty()) raise("frontend '", name, "' does not say what it accepts");
   for (const std::string& extension : extensions) {
     if (extension.size() < 2 || extension[0] != '.') {
       raise("frontend '", name, "' declares the file extension '", extension,
@@ -155,30 +152,162 @@ std::shared_ptr<const Frontend> loadFrontend(std::string_view name) {
   return registry.create(name);
 }
 
-std::shared_ptr<const Frontend> frontendForFile(const std::string& path) {
-  std::error_code error;
-  if (!fs::is_regular_file(path, error)) raise(path, ": no such file");
+const FrontendInfo& frontendInfo(std::string_view name) {
+  loadFrontend(name);
+  return *FrontendRegistry::global().find(name);
+}
+
+namespace {
+
+// Whether the frontend declares one of the input's extensions or its object type.
+bool claims(const FrontendInfo& info, const ModelInput& input) {
+  if (input.kind() == ModelInput::Kind::Object) {
+    return std::find(info.object_types.begin(), info.object_types.end(), input.objectType()) !=
+           info.object_types.end();
+  }
+  for (const std::string& extension : input.extensions()) {
+    if (std::find(info.extensions.begin(), info.extensions.end(), extension) != info.extensions.end()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string chooseFrontend(const ModelInput& input, const FrontendOptions& options, std::string_view framework) {
+  if (!framework.empty()) {
+    const FrontendInfo& info = frontendInfo(framework);
+    if (!loadFrontend(framework)->supports(input, options)) {
+      raise(input.name(), ": not a model the ", framework, " frontend reads: it looks for ", info.accepts,
+            " (given: ", input.describe(), ")");
+    }
+    return std::string(framework);
+  }
   std::vector<std::string> names = availableFrontends();
-  // Registered frontends claiming the extension first; others are loaded only if needed.
-  std::string extension = lowercaseExtension(path);
-  auto claims = [&](const std::string& name) {
-    const FrontendInfo* info = FrontendRegistry::global().find(name);
-    return info && std::find(info->extensions.begin(), info->extensions.end(), extension) !=
-                       info->extensions.end();
-  };
-  std::stable_partition(names.begin(), names.end(), claims);
-  std::vector<std::string> tried;
-  for (const std::string& name : names) {
-    std::shared_ptr<const Frontend> frontend = loadFrontend(name);
-    if (frontend->recognizes(path)) return frontend;
-    tried.push_back(name);
+  std::vector<const FrontendInfo*> infos;
+  for (const std::string& name : names) infos.push_back(&frontendInfo(name));
+  // Claiming frontends first; stable, so each group stays in alphabetical order.
+  std::vector<size_t> order(names.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return claims(*infos[i], input); });
+  for (size_t i : order) {
+    if (loadFrontend(names[i])->supports(input, options)) return names[i];
   }
   std::ostringstream message;
-  message << path << ": no frontend recognizes this file (tried: ";
-  for (size_t i = 0; i < tried.size(); ++i) message << (i ? ", " : "") << tried[i];
-  if (tried.empty()) message << "none found";
-  message << "); name one with --framework";
+  message << input.name() << ": no frontend supports this input (" << input.describe() << "); asked:";
+  for (size_t i : order) message << "\n  " << names[i] << ": looks for " << infos[i]->accepts;
+  if (names.empty()) message << " none (no libestuary_*_frontend.so in the plugin directories)";
+  message << "\nname one with --framework (framework= in Python)";
   raise(message.str());
+}
+
+void checkOptions(const FrontendInfo& info, const FrontendOptions& options) {
+  for (const auto& [key, value] : options.keys) {
+    bool known = std::any_of(info.options.begin(), info.options.end(),
+                             [&](const FrontendOption& option) { return option.name == key; });
+    if (known) continue;
+    std::ostringstream message;
+    message << "the " << info.name << " frontend has no option '" << key << "'";
+    if (info.options.empty()) {
+      message << "; it takes none";
+    } else {
+      message << "; its options:";
+      for (const FrontendOption& option : info.options) message << "\n  " << option.name << ": " << option.description;
+    }
+    raise(message.str());
+  }
+}
+
+namespace {
+
+std::string nameList(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text.empty() ? "(none)" : text;
+}
+
+// Puts the graph's inputs in the order `names` gives; every name must be an input.
+void orderInputs(Graph& graph, const std::vector<std::string>& names, const std::string& model) {
+  std::vector<std::string> have;
+  for (Value* input : graph.inputs()) have.push_back(input->name());
+  if (names.size() != have.size()) {
+    raise(model, ": ", names.size(), " input names were given, the model has ", have.size(), " inputs: ",
+          nameList(have));
+  }
+  for (const std::string& name : names) {
+    if (std::find(have.begin(), have.end(), name) == have.end()) {
+      raise(model, ": the model has no input '", name, "'; its inputs: ", nameList(have));
+    }
+  }
+  if (names == have) return;
+  // Graph inputs cannot be reordered in place: each is re-added in the new order, its uses
+  // moved over, and the old one removed.
+  std::vector<Value*> old_inputs = graph.inputs();
+  std::vector<Value*> updates;
+  for (Value* input : old_inputs) updates.push_back(graph.inputUpdate(input));
+  for (const std::string& name : names) {
+    size_t index = static_cast<size_t>(std::find(have.begin(), have.end(), name) - have.begin());
+    Value* old_input = old_inputs[index];
+    Value* input = graph.addInput(name, old_input->type(), old_input->isMutableInput());
+    if (updates[index]) graph.removeInputUpdate(old_input);
+    old_input->replaceAllUsesWith(input);
+    if (updates[index]) graph.setInputUpdate(input, updates[index]);
+  }
+  for (size_t i = old_inputs.size(); i-- > 0;) graph.removeInput(i);
+}
+
+// Makes the values named `names` the graph's outputs.
+void selectOutputs(Graph& graph, const std::vector<std::string>& names, const std::string& model) {
+  std::map<std::string, Value*, std::less<>> values;
+  for (Value* input : graph.inputs()) values.emplace(input->name(), input);
+  for (Node* node : graph.nodes()) {
+    for (Value* output : node->outputs()) {
+      if (!output->name().empty()) values.emplace(output->name(), output);
+    }
+  }
+  std::vector<Value*> outputs;
+  for (const std::string& name : names) {
+    auto found = values.find(name);
+    if (found == values.end()) {
+      std::vector<std::string> close_names;
+      for (const auto& entry : values) close_names.push_back(entry.first);
+      std::vector<std::string> close = closeNames(name, close_names);
+      raise(model, ": no value of the model is named '", name, "' (asked for as an output)",
+            close.empty() ? "" : "; did you mean '" + close.front() + "'?");
+    }
+    outputs.push_back(found->second);
+  }
+  while (graph.numOutputs() > 0) graph.removeOutput(graph.numOutputs() - 1);
+  for (Value* output : outputs) graph.addOutput(output);
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> loadModel(const ModelInput& input, const FrontendOptions& options, std::string_view framework) {
+  std::string name = chooseFrontend(input, options, framework);
+  checkOptions(frontendInfo(name), options);
+  std::unique_ptr<Graph> graph = loadFrontend(name)->load(input, options);
+  if (!graph) raise(input.name(), ": the ", name, " frontend returned no graph (a frontend bug)");
+  if (!options.inputs.empty()) orderInputs(*graph, options.inputs, input.name());
+  if (!options.outputs.empty()) selectOutputs(*graph, options.outputs, input.name());
+  try {
+    fixInputShapes(*graph, options.input_shapes);
+  } catch (const Error& error) {
+    raise(input.name(), ": ", error.what());
+  }
+  std::vector<VerifierDiagnostic> problems = diagnoseGraph(*graph);
+  if (!problems.empty()) {
+    raise(input.name(), ": the ", name, " frontend produced invalid IR (a bug of the frontend): ",
+          problems.front().message);
+  }
+  return graph;
+}
+
+ModelInfo describeModel(const ModelInput& input, const FrontendOptions& options, std::string_view framework) {
+  std::string name = chooseFrontend(input, options, framework);
+  checkOptions(frontendInfo(name), options);
+  ModelInfo info = loadFrontend(name)->describe(input, options);
+  info.frontend = name;
+  return info;
 }
 
 }  // namespace estuary

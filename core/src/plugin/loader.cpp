@@ -1,5 +1,7 @@
 #include "estuary/plugin/loader.h"
 
+#include "estuary/frontend/translator_table.h"
+
 #include <dlfcn.h>
 #include <ltdl.h>
 
@@ -140,6 +142,8 @@ void PluginRegistrar::addOp(OpSchema schema) { ops_.push_back(std::move(schema))
 
 void PluginRegistrar::addFrontend(FrontendInfo info) { frontends_.push_back(std::move(info)); }
 
+void PluginRegistrar::addConversion(ConversionExtension extension) { conversions_.push_back(std::move(extension)); }
+
 void PluginRegistrar::extend(std::string extension_point, ExtensionPoints::Contribution contribution) {
   extensions_.emplace_back(std::move(extension_point), std::move(contribution));
 }
@@ -150,8 +154,9 @@ std::string PluginRegistrar::directory() const { return fs::path(path_).parent_p
 
 // --- PluginLoader -----------------------------------------------------------------------
 
-PluginLoader::PluginLoader(OpRegistry& ops, PassRegistry& passes, FrontendRegistry& frontends)
-    : ops_(ops), passes_(passes), frontends_(frontends) {
+PluginLoader::PluginLoader(OpRegistry& ops, PassRegistry& passes, FrontendRegistry& frontends,
+                           ConversionExtensions& conversions)
+    : ops_(ops), passes_(passes), frontends_(frontends), conversions_(conversions) {
   initializeLtdl();
 }
 
@@ -160,7 +165,8 @@ PluginLoader::~PluginLoader() = default;
 PluginLoader& PluginLoader::global() {
   // Never destroyed, like the global registries: the plugins it loaded stay loaded until
   // the process exits, so nothing registered from them outlives its code.
-  static auto* loader = new PluginLoader(OpRegistry::global(), PassRegistry::global(), FrontendRegistry::global());
+  static auto* loader = new PluginLoader(OpRegistry::global(), PassRegistry::global(), FrontendRegistry::global(),
+                                         ConversionExtensions::global());
   return *loader;
 }
 
@@ -358,6 +364,16 @@ PluginHandle PluginLoader::open(const std::string& path) {
       refuse("it registers frontend '", info.name, "', which is already registered");
     }
   }
+  const std::string origin = "plugin '" + name + "' (" + path + ")";
+  for (ConversionExtension& extension : registrar.conversions_) {
+    extension.origin = origin;
+    if (extension.op_type.empty() || !extension.translate) refuse("it registers a conversion extension without op or translator");
+    if (const ConversionExtension* other =
+            conversions_.registered(extension.frontend, extension.domain, extension.op_type)) {
+      refuse("it registers a conversion extension for '", extension.op_type, "', which ", other->origin,
+             " registered already");
+    }
+  }
   auto plugin = std::make_shared<Plugin>();
   plugin->module_ = module;
   plugin->name_ = name;
@@ -375,6 +391,11 @@ PluginHandle PluginLoader::open(const std::string& path) {
   for (FrontendInfo& info : registrar.frontends_) {
     plugin->frontends_.push_back(info.name);
     frontends_.add(std::move(info), module);
+  }
+  for (ConversionExtension& extension : registrar.conversions_) {
+    plugin->conversions_.push_back((extension.frontend.empty() ? "" : extension.frontend + ":") +
+                                   (extension.domain.empty() ? "" : extension.domain + "::") + extension.op_type);
+    conversions_.add(std::move(extension), module);
   }
   for (auto& [point, contribution] : registrar.extensions_) {
     ExtensionPoints::global().contribute(point, std::move(contribution), module);

@@ -17,6 +17,8 @@ _GE_ONLY = {
     "dynamic": "symbolic dims are a property of the IR graph the GE backend builds",
     "recompile_limit": "only graph-engine mode rebuilds a graph for new input shapes",
     "fallback": "fx mode runs every op with PyTorch's kernels; nothing needs a fallback",
+    "extensions": "conversion extensions translate FX nodes into Estuary's IR, which only graph-engine mode builds",
+    "plugins": "plugins bring translations, ops and kernels for the IR graph-engine mode builds",
 }
 _FX_ONLY = {
     "inplace_pass": "it rewrites the FX graph PyTorch runs; graph-engine mode plans memory in place itself",
@@ -40,6 +42,10 @@ class CompilerConfig:
         that graph runs eagerly, with a warning; npugraph_ex's capture_limit (ge).
     fallback: "eager" runs ops Estuary cannot translate, and graphs it cannot build, with
         PyTorch (the graph is partitioned); "error" raises instead (ge).
+    extensions: {target: function(node)}, translations of FX targets Estuary lacks (a custom
+        op's "mylib.my_op.default"), see docs/frontends.md (ge).
+    plugins: plugins to load before translating (names or paths), e.g. one registering
+        conversion extensions and kernels for custom ops (ge).
     inplace_pass, input_inplace_pass, pattern_fusion_pass: npugraph_ex's FX passes (fx).
     debug_dir: where to write graph dumps; TORCH_COMPILE_DEBUG=1 writes them under PyTorch's
         debug directory too (both modes).
@@ -51,6 +57,8 @@ class CompilerConfig:
     dynamic: Optional[bool] = None
     recompile_limit: Optional[int] = None
     fallback: Optional[str] = None
+    extensions: Optional[dict] = None
+    plugins: Optional[list] = None
     inplace_pass: Optional[bool] = None
     input_inplace_pass: Optional[bool] = None
     pattern_fusion_pass: Optional[bool] = None
@@ -73,6 +81,11 @@ class CompilerConfig:
             raise ValueError(f"estuary.torch: fallback must be one of {FALLBACKS}, got {self.fallback!r}")
         if self.recompile_limit is not None and (not isinstance(self.recompile_limit, int) or self.recompile_limit < 1):
             raise ValueError(f"estuary.torch: recompile_limit must be an integer >= 1, got {self.recompile_limit!r}")
+        if self.extensions is not None and not (isinstance(self.extensions, dict)
+                                                and all(callable(f) for f in self.extensions.values())):
+            raise ValueError("estuary.torch: extensions must be a dict {target: function(node)}")
+        if self.plugins is not None and not isinstance(self.plugins, (list, tuple)):
+            raise ValueError(f"estuary.torch: plugins must be a list of plugin names or paths, got {self.plugins!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 0):
             raise ValueError(f"estuary.torch: threads must be an integer >= 0, got {self.threads!r}")
 

@@ -31,6 +31,19 @@ def target_name(target):
     return f"{getattr(target, '__module__', '?')}.{getattr(target, '__name__', repr(target))}"
 
 
+def argument_names(target, count):
+    """The schema's names of a call's first `count` positional arguments: an op overload's
+    schema, "a", "b" ... for Python operators, "arg0" ... for anything else."""
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        names = [argument.name for argument in schema.arguments]
+    elif getattr(target, "__module__", None) in ("_operator", "operator"):
+        names = ["a", "b", "c"]
+    else:
+        names = []
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
+
+
 def size_text(size):
     if isinstance(size, torch.SymInt):
         hint = size.node.maybe_as_int() if hasattr(size.node, "maybe_as_int") else None
@@ -110,7 +123,8 @@ def describe_graph(gm, weights, concrete_sizes=None):
                 continue
             index[node] = len(nodes)
             kwargs = {key: arg(v) for key, v in node.kwargs.items()}
-            nodes.append(("call", node.name, target_name(node.target), arg(list(node.args)), kwargs, _result_dtypes(value)))
+            nodes.append(("call", node.name, target_name(node.target), arg(list(node.args)), kwargs,
+                          _result_dtypes(value), argument_names(node.target, len(node.args))))
         elif node.op == "output":
             results = node.args[0]
             outputs = list(results) if isinstance(results, (list, tuple)) else [results]

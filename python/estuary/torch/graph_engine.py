@@ -14,7 +14,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .._estuary import EstuaryError, UnsupportedOpsError
+from .._estuary import EstuaryError, UnsupportedOpsError, load_plugin
 from .._estuary import fx as _fx
 from . import describe, patterns
 from .debug import DebugDump
@@ -101,7 +101,7 @@ class GraphEngineGraph:
         nodes, outputs, index = describe.describe_graph(self.gm, weights, concrete)
         tensor_outputs = [_fx.Ref(index[o]) for o, (kind, _) in zip(describe.output_layout(self.gm)[0], self.output_kinds)
                           if kind == "tensor"]
-        graph = _fx.translate(self.name, nodes, tensor_outputs)
+        graph = _fx.translate(self.name, nodes, tensor_outputs, self.config.extensions)
         self.debug.ir(self.name, "translated", graph)
         records = _fx.optimize(graph, _pipeline_spec(self.config.effective_pipeline), self.debug.pass_dir(self.name))
         self.debug.log(f"{self.name}: passes that changed the IR: "
@@ -183,7 +183,9 @@ def compile_graph(gm, static, config, name, debug: DebugDump):
     if patterns.has_user_patterns():
         debug.log(f"{name}: user patterns: {patterns.apply_user_patterns(gm)} replacement(s)")
         debug.fx(name, "after_user_patterns", gm)
-    targets = set(_fx.supported_targets())
+    for plugin in config.plugins or ():
+        load_plugin(plugin)
+    targets = set(_fx.supported_targets(config.extensions))
     missing = unsupported_targets(gm, targets)
     if not missing:
         return GraphEngineGraph(gm, static, config, name, debug)

@@ -1,11 +1,20 @@
 #pragma once
-// Frontends: translators from a framework's model format into core IR.
+// Frontends: translators from a framework's models into core IR.
 //
 // Each frontend is a plugin (plugins/<framework>/) that registers a FrontendInfo through
-// PluginRegistrar::addFrontend. Frontends know nothing about the backend. They are found by
+// PluginRegistrar::addFrontend; frontends know nothing about the backend. They are found by
 // name: loadFrontend("onnx") loads the plugin "onnx_frontend" (libestuary_onnx_frontend.so,
-// searched like every plugin) the first time it is asked for, and frontendForFile() picks
-// the frontend of a model file by its extension and first bytes.
+// searched like every plugin) the first time it is asked for.
+//
+// A frontend takes a ModelInput (a file, a directory, a set of files or an in-memory object)
+// with FrontendOptions. loadModel() is the one way in for the command line, the Python
+// package and torch.compile: it picks the frontend (chooseFrontend()), checks the options
+// against what the frontend declares, translates, and applies the options' input names,
+// shapes and outputs. The frontends build on a shared layer: the node view (decoder.h),
+// translation context (node_context.h), translator tables and conversion extensions
+// (translator_table.h), the graph translator with census and info (graph_translator.h),
+// protobuf reading (protobuf.h) and weight sources (weights.h); docs/frontends.md tells
+// how they fit together.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,19 +24,27 @@
 #include <string_view>
 #include <vector>
 
+#include "estuary/frontend/model_input.h"
 #include "estuary/support/error.h"
 
 namespace estuary {
 
 class Graph;
 
-// What a model file says about itself, read without translating it (ATC's --mode that
-// prints a model's information).
+// What a model says about itself, read without translating it (ATC's --mode that prints a
+// model's information).
 struct ModelInfo {
   struct Operand {
     std::string name;
     std::string type;  // "f32[batch,3,224,224]"
   };
+  // A variant of the model one may load instead (a SavedModel's signatures).
+  struct Variant {
+    std::string name;
+    std::vector<Operand> inputs;
+    std::vector<Operand> outputs;
+  };
+  std::string frontend;  // the frontend that read it: "onnx"
   std::string format;    // "ONNX"
   std::string producer;  // "pytorch 2.13.0"
   // Further facts in the order the frontend finds useful: "ir_version", "graph", ...
@@ -40,26 +57,40 @@ struct ModelInfo {
   std::map<std::string, int64_t> op_counts;
   int64_t parameter_count = 0;  // elements of all weights
   int64_t parameter_bytes = 0;
+  std::vector<Variant> variants;
 };
 
 class Frontend {
  public:
   virtual ~Frontend() = default;
-  // Whether the file looks like this frontend's format: a cheap check of its name and
-  // first bytes, for picking a frontend when none is named.
-  virtual bool recognizes(const std::string& path) const = 0;
-  // Reads the model's information. Raises an Error naming the file on a malformed model.
-  virtual ModelInfo describe(const std::string& path) const = 0;
+  // Whether `input` is this frontend's: a cheap look at names and first bytes, no parsing.
+  virtual bool supports(const ModelInput& input, const FrontendOptions& options) const = 0;
+  // Reads the model's information. Raises an Error naming the model when it is malformed.
+  virtual ModelInfo describe(const ModelInput& input, const FrontendOptions& options) const = 0;
   // Translates the model into core IR. Weights stay in the file's memory where the format
-  // allows (the graph keeps the mapping alive). Raises UnsupportedOpsError when ops have no
-  // translation, an Error naming the file and node for anything else.
-  virtual std::unique_ptr<Graph> load(const std::string& path) const = 0;
+  // allows (the graph keeps the mapping alive). Raises UnsupportedOpsError listing every op
+  // without a translation, an Error naming the model and node for anything else.
+  virtual std::unique_ptr<Graph> load(const ModelInput& input, const FrontendOptions& options) const = 0;
+  // The ops its own table translates ("Conv", "aten.add.Tensor"), sorted; conversion
+  // extensions come on top. torch.compile's partitioner asks it which nodes Estuary takes.
+  virtual std::vector<std::string> ops() const { return {}; }
+};
+
+// A frontend-specific key of FrontendOptions::keys.
+struct FrontendOption {
+  std::string name;
+  std::string description;
 };
 
 struct FrontendInfo {
   std::string name;         // what `estuary convert --framework` takes: "onnx"
   std::string description;  // one line
-  std::vector<std::string> extensions;  // file name endings it reads: ".onnx"
+  std::vector<std::string> extensions;    // file name endings it reads: ".onnx"
+  std::vector<std::string> object_types;  // in-memory objects it takes: "pytorch.fx_graph"
+  // What supports() looks for, for the error saying that no frontend supports an input:
+  // "a file holding a protobuf ModelProto".
+  std::string accepts;
+  std::vector<FrontendOption> options;  // the keys FrontendOptions::keys may hold
   std::function<std::shared_ptr<const Frontend>()> factory;
 
   // Raises an Error naming what is missing.
@@ -116,10 +147,27 @@ std::vector<std::string> availableFrontends();
 // PluginLoader::global() if FrontendRegistry::global() does not have it yet. An unknown
 // name raises an Error listing the available frontends.
 std::shared_ptr<const Frontend> loadFrontend(std::string_view name);
+// Its registration (what it accepts, its options), loading it like loadFrontend().
+const FrontendInfo& frontendInfo(std::string_view name);
 
-// The frontend for a model file: of the available frontends, those registered for the
-// file's extension are asked first, then the rest; the first that recognizes the file wins.
-// Raises an Error naming the file and the frontends tried when none does.
-std::shared_ptr<const Frontend> frontendForFile(const std::string& path);
+// The name of the frontend for `input`. With `framework`, that frontend, which must support
+// the input. Otherwise the available frontends are asked in a fixed order, and the first
+// that supports the input wins: those declaring one of the input's extensions or its
+// object type first, the rest after them, each group in alphabetical order of name. Raises
+// an Error listing every frontend asked and what each looks for when none supports it.
+std::string chooseFrontend(const ModelInput& input, const FrontendOptions& options, std::string_view framework = {});
+
+// Raises an Error naming a key of `options.keys` that the frontend does not declare, and
+// listing the ones it does.
+void checkOptions(const FrontendInfo& info, const FrontendOptions& options);
+
+// The one way a model comes in: chooseFrontend(), checkOptions(), the frontend's load(),
+// then the options' inputs (checked and ordered), outputs and input shapes applied, and the
+// graph verified (an invalid graph is reported as a bug of the frontend that made it).
+std::unique_ptr<Graph> loadModel(const ModelInput& input, const FrontendOptions& options = {},
+                                 std::string_view framework = {});
+// The model's information, through the frontend loadModel() would choose.
+ModelInfo describeModel(const ModelInput& input, const FrontendOptions& options = {},
+                        std::string_view framework = {});
 
 }  // namespace estuary

@@ -24,6 +24,7 @@
 
 namespace estuary {
 
+class ConversionExtensions;
 class FrontendRegistry;
 class OpRegistry;
 class PassRegistry;
@@ -35,10 +36,12 @@ class Plugin {
   const std::string& description() const { return description_; }
   // The file it was loaded from, as an absolute canonical path.
   const std::string& path() const { return path_; }
-  // What it registered: pass names, qualified op names and frontend names.
+  // What it registered: pass names, qualified op names, frontend names and conversion
+  // extensions ("onnx:my_domain::MyOp").
   const std::vector<std::string>& passes() const { return passes_; }
   const std::vector<std::string>& ops() const { return ops_; }
   const std::vector<std::string>& frontends() const { return frontends_; }
+  const std::vector<std::string>& conversions() const { return conversions_; }
   // The loaded library: holding this keeps its code mapped.
   const std::shared_ptr<const void>& module() const { return module_; }
 
@@ -52,6 +55,7 @@ class Plugin {
   std::vector<std::string> passes_;
   std::vector<std::string> ops_;
   std::vector<std::string> frontends_;
+  std::vector<std::string> conversions_;
 };
 
 using PluginHandle = std::shared_ptr<const Plugin>;
@@ -59,13 +63,14 @@ using PluginHandle = std::shared_ptr<const Plugin>;
 class PluginLoader {
  public:
   // A loader registering into the given registries, which must outlive it.
-  PluginLoader(OpRegistry& ops, PassRegistry& passes, FrontendRegistry& frontends);
+  PluginLoader(OpRegistry& ops, PassRegistry& passes, FrontendRegistry& frontends,
+               ConversionExtensions& conversions);
   ~PluginLoader();
   PluginLoader(const PluginLoader&) = delete;
   PluginLoader& operator=(const PluginLoader&) = delete;
 
-  // The process-wide loader, registering into OpRegistry::global(),
-  // PassRegistry::global() and FrontendRegistry::global(). Plugins it loads stay loaded until the process exits.
+  // The process-wide loader, registering into OpRegistry::global(), PassRegistry::global(),
+  // FrontendRegistry::global() and ConversionExtensions::global(). Plugins it loads stay loaded until the process exits.
   static PluginLoader& global();
 
   PluginHandle load(std::string_view name_or_path, std::string_view relative_to_dir = {});
@@ -86,6 +91,7 @@ class PluginLoader {
   OpRegistry& ops_;
   PassRegistry& passes_;
   FrontendRegistry& frontends_;
+  ConversionExtensions& conversions_;
   mutable std::mutex mutex_;
   std::vector<PluginHandle> loaded_;
   std::map<std::string, PluginHandle, std::less<>> by_path_;

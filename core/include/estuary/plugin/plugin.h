@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "estuary/frontend/frontend.h"
+#include "estuary/frontend/translator_table.h"
 #include "estuary/ops/schema.h"
 #include "estuary/plugin/extensions.h"
 #include "estuary/pass/pass.h"
@@ -28,7 +29,7 @@
 // The version of the plugin interface: this descriptor plus Estuary's C++ API (IR,
 // registries, pattern rewriter) as plugins see it. Bumped on any change that breaks
 // plugins built against an older version.
-#define ESTUARY_PLUGIN_ABI_VERSION 3
+#define ESTUARY_PLUGIN_ABI_VERSION 4
 
 // The C++ runtime a plugin was compiled against: the compiler's C++ ABI and the standard
 // library (std::string and std::function cross the plugin boundary).
@@ -90,6 +91,9 @@ class PluginRegistrar {
   void addOp(OpSchema schema);
   // A frontend (plugins/<framework>/); its plugin is named "<frontend name>_frontend".
   void addFrontend(FrontendInfo info);
+  // A conversion extension: the translation of an op for a frontend (or every frontend),
+  // asked before the frontend's own (frontend/translator_table.h).
+  void addConversion(ConversionExtension extension);
   // Contributes to a registry outside the core (see plugin/extensions.h), e.g. the GE
   // backend's CPU kernels ("ge.cpu.kernels"). Runs once registration has succeeded, as soon
   // as the registry's owner provides it.
@@ -108,6 +112,7 @@ class PluginRegistrar {
   std::vector<PassInfo> passes_;
   std::vector<OpSchema> ops_;
   std::vector<FrontendInfo> frontends_;
+  std::vector<ConversionExtension> conversions_;
   std::vector<std::pair<std::string, ExtensionPoints::Contribution>> extensions_;
 };
 

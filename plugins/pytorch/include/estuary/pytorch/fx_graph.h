@@ -3,12 +3,10 @@
 // Python hands it over. Python only walks the FX objects and writes down what each node
 // says; translating it into core IR is the frontend's work (plugins/pytorch).
 //
-// FX graphs live only in a Python process, so this frontend is not a file-based Frontend
-// (frontend/frontend.h). The plugin "pytorch_fx" offers its FxFrontend through the
-// extension point kFxFrontendExtension: whoever needs it (the Python bindings) provides an
-// FxFrontendSlot under that name and loads the plugin, whose registration fills the slot.
+// FX graphs live only in a Python process: the frontend "pytorch" takes one as an in-memory
+// model, ModelInput::object(kFxGraphObjectType, &graph, owner, name), through loadModel()
+// like every other frontend.
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,6 +53,9 @@ struct FxNode {
   // the tensors it returns (from the node's fake value), in order.
   std::string target;
   std::vector<FxArg> args;
+  // The schema's names of the positional arguments (op overloads have a schema; Python
+  // operators get "a", "b"): how translators and conversion extensions name arguments.
+  std::vector<std::string> arg_names;
   std::vector<std::pair<std::string, FxArg>> kwargs;
   std::vector<DType> result_dtypes;
 };
@@ -65,24 +66,7 @@ struct FxGraph {
   std::vector<FxArg> outputs; // node references
 };
 
-class FxFrontend {
- public:
-  virtual ~FxFrontend() = default;
-  // Whether a call_function target (str(node.target)) has a translation.
-  virtual bool supports(std::string_view target) const = 0;
-  // The targets with a translation, sorted.
-  virtual std::vector<std::string> targets() const = 0;
-  // Translates the graph into core IR: Input nodes become graph inputs in order, Weight
-  // nodes constants sharing the tensors' memory, `aten.copy_` into an input a mutable-input
-  // update. Raises UnsupportedOpsError listing every target without a translation, and an
-  // Error naming the FX node for anything else it cannot translate.
-  virtual std::unique_ptr<Graph> translate(const FxGraph& graph) const = 0;
-};
-
-// The extension point's name and the registry type it provides.
-inline constexpr const char* kFxFrontendExtension = "pytorch.fx_frontend";
-struct FxFrontendSlot {
-  std::shared_ptr<const FxFrontend> frontend;  // keeps the plugin loaded while alive
-};
+// The object type of an FxGraph given as a ModelInput.
+inline constexpr const char* kFxGraphObjectType = "pytorch.fx_graph";
 
 }  // namespace estuary::pytorch

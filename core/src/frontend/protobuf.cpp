@@ -1,10 +1,8 @@
-#include "wire_reader.h"
-
-#include <cstring>
+#include "estuary/frontend/protobuf.h"
 
 #include "estuary/support/error.h"
 
-namespace estuary::onnx_frontend {
+namespace estuary::proto {
 
 std::string_view wireTypeName(WireType type) {
   switch (type) {
@@ -19,8 +17,14 @@ std::string_view wireTypeName(WireType type) {
 }
 
 void WireReader::fail(const char* at, const std::string& what) const {
-  raise(source_.path, ": ", message_, " at byte ", offsetOf(at), ": ", what,
-        " (the file is truncated or not an ONNX model)");
+  raise(source_.path, ": ", message_, " at byte ", offsetOf(at), ": ", what, " (the file is truncated or not ",
+        source_.format.empty() ? "what it claims to be" : source_.format, ")");
+}
+
+void WireReader::failWireType(const WireField& field, std::string_view field_name) const {
+  raise(source_.path, ": ", message_, ": field ", field_name, " (number ", field.number, ") has wire type ",
+        wireTypeName(field.type), ", which does not match its declaration in ",
+        source_.schema.empty() ? "the schema" : source_.schema, " (corrupt file)");
 }
 
 uint64_t WireReader::readVarint(std::string_view& bytes, std::string_view what) const {
@@ -42,17 +46,15 @@ bool WireReader::next(WireField& field) {
   uint64_t key = readVarint(data_, "a field key");
   field.number = static_cast<uint32_t>(key >> 3);
   auto type = static_cast<uint8_t>(key & 7);
-  if (field.number == 0 || key >> 3 > 0x1fffffff) {
-    fail(start, "invalid field number " + std::to_string(key >> 3));
-  }
+  if (field.number == 0 || key >> 3 > 0x1fffffff) fail(start, "invalid field number " + std::to_string(key >> 3));
   if (type > 5) fail(start, "invalid wire type " + std::to_string(type));
   field.type = static_cast<WireType>(type);
   field.bytes = {};
   field.scalar = 0;
   auto fixed = [&](size_t size) {
     if (data_.size() < size) {
-      fail(data_.data(), "field " + std::to_string(field.number) + " needs " + std::to_string(size) +
-                             " bytes, " + std::to_string(data_.size()) + " are left");
+      fail(data_.data(), "field " + std::to_string(field.number) + " needs " + std::to_string(size) + " bytes, " +
+                             std::to_string(data_.size()) + " are left");
     }
     for (size_t b = size; b-- > 0;) field.scalar = field.scalar << 8 | static_cast<uint8_t>(data_[b]);
     data_.remove_prefix(size);
@@ -73,38 +75,26 @@ bool WireReader::next(WireField& field) {
     }
     case WireType::StartGroup:
     case WireType::EndGroup:
-      // Groups are deprecated and never used by onnx.proto.
-      fail(start, "field " + std::to_string(field.number) + " is a protobuf group, which onnx.proto never uses");
+      // Groups are deprecated since proto2 and none of the frameworks' schemas use them.
+      fail(start, "field " + std::to_string(field.number) + " is a protobuf group, which " +
+                      (source_.schema.empty() ? "the schema" : source_.schema) + " never uses");
   }
   return true;
 }
 
-void WireReader::failWireType(const WireField& field, std::string_view field_name) const {
-  raise(source_.path, ": ", message_, ": field ", field_name, " (number ", field.number, ") has wire type ",
-        wireTypeName(field.type), ", which does not match its declaration in onnx.proto (corrupt file)");
-}
-
-void WireReader::requireType(const WireField& field, WireType expected, std::string_view field_name) const {
-  if (field.type != expected) failWireType(field, field_name);
-}
-
-int64_t WireReader::asInt64(const WireField& field, std::string_view field_name) const {
+uint64_t WireReader::asVarint(const WireField& field, std::string_view field_name) const {
   requireType(field, WireType::Varint, field_name);
-  return static_cast<int64_t>(field.scalar);
+  return field.scalar;
 }
 
-int32_t WireReader::asInt32(const WireField& field, std::string_view field_name) const {
-  requireType(field, WireType::Varint, field_name);
-  // int32 is written sign-extended to 64 bits; the low half is the value.
-  return static_cast<int32_t>(static_cast<uint32_t>(field.scalar));
-}
-
-float WireReader::asFloat(const WireField& field, std::string_view field_name) const {
+uint32_t WireReader::asFixed32(const WireField& field, std::string_view field_name) const {
   requireType(field, WireType::Fixed32, field_name);
-  auto bits = static_cast<uint32_t>(field.scalar);
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
+  return static_cast<uint32_t>(field.scalar);
+}
+
+uint64_t WireReader::asFixed64(const WireField& field, std::string_view field_name) const {
+  requireType(field, WireType::Fixed64, field_name);
+  return field.scalar;
 }
 
 std::string_view WireReader::asBytes(const WireField& field, std::string_view field_name) const {
@@ -112,4 +102,4 @@ std::string_view WireReader::asBytes(const WireField& field, std::string_view fi
   return field.bytes;
 }
 
-}  // namespace estuary::onnx_frontend
+}  // namespace estuary::proto

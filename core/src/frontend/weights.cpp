@@ -1,0 +1,68 @@
+#include "estuary/frontend/weights.h"
+
+#include <cstdint>
+
+#include "estuary/support/error.h"
+
+namespace estuary {
+
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+uint64_t WeightSource::elementCount(const std::vector<int64_t>& dims, const std::string& what) const {
+  uint64_t count = 1;
+  for (int64_t dim : dims) {
+    if (dim < 0) raise(model_, ": ", what, " has a negative dimension (", dim, ")");
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(dim), &count) || count > (uint64_t{1} << 60)) {
+      raise(model_, ": ", what, " has more elements than a tensor can hold");
+    }
+  }
+  return count;
+}
+
+Tensor WeightSource::fromBytes(DType dtype, std::vector<int64_t> dims, std::string_view bytes,
+                               const std::shared_ptr<const void>& owner, const std::string& what) {
+  const uint64_t expected = elementCount(dims, what) * dtypeSize(dtype);
+  if (bytes.size() != expected) {
+    raise(model_, ": ", what, " has ", bytes.size(), " bytes of data, its type ", dtypeName(dtype), dimsText(dims),
+          " needs ", expected);
+  }
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % dtypeSize(dtype) == 0) {
+    ++wrapped_;
+    return Tensor::wrap(dtype, std::move(dims), bytes.data(), owner);
+  }
+  ++copied_;
+  return Tensor::copyOf(dtype, std::move(dims), bytes.data());
+}
+
+const MappedFile& WeightSource::file(const std::string& path, const std::string& what) {
+  auto found = files_.find(path);
+  if (found != files_.end()) return found->second;
+  MappedFile mapped;
+  try {
+    mapped = mapFile(path, "file");
+  } catch (const Error& error) {
+    raise(model_, ": ", what, " cannot be read: ", error.what());
+  }
+  return files_.emplace(path, std::move(mapped)).first->second;
+}
+
+const MappedFile& WeightSource::fileBeside(const std::string& location, const std::string& what) {
+  bool leaves = location.empty() || location.front() == '/';
+  // ".." as a whole path component climbs out; inside a name ("a..b") it does not.
+  for (size_t start = 0; !leaves && start <= location.size();) {
+    size_t end = location.find('/', start);
+    if (end == std::string::npos) end = location.size();
+    leaves = location.compare(start, end - start, "..") == 0;
+    start = end + 1;
+  }
+  if (leaves) {
+    raise(model_, ": ", what, " is at '", location, "', which is not a path inside the model's directory");
+  }
+  return file(directory_.empty() ? location : directory_ + "/" + location, what);
+}
+
+}  // namespace estuary
