@@ -71,3 +71,36 @@ def test_errors_name_what_is_wrong(model_file, tmp_path):
     unsupported.write_text("# estuary test model\n# unsupported Foo a\n")
     with pytest.raises(estuary.UnsupportedOpsError, match="Foo \\(opset 1\\): 'a'"):
         estuary.convert(str(unsupported))
+
+
+SCALE_MODEL = """# estuary test model
+# weights w 4
+graph @s(%x: f32[batch,4]) {
+  %w = Constant() {value = tensor<f32[4]> [0, 0, 0, 0]} : f32[4]
+  %y = Mul(%x, %w) : f32[batch,4]
+  return %y
+}
+"""
+
+
+def test_directories_path_lists_and_load_options(tmp_path):
+    weights = np.array([1, 2, 3, 4], np.float32)
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "model.testmodel").write_text(SCALE_MODEL)
+    weights.tofile(saved / "model.testweights")
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_array_equal(estuary.Model(saved).run([x])[0], x * weights)
+    # A model given as its parts; os.PathLike works as str does.
+    (tmp_path / "s.testmodel").write_text(SCALE_MODEL)
+    (weights * 2).tofile(tmp_path / "elsewhere.testweights")
+    parts = [tmp_path / "s.testmodel", tmp_path / "elsewhere.testweights"]
+    np.testing.assert_array_equal(estuary.convert(parts).run([x])[0], x * weights * 2)
+    with pytest.raises(estuary.EstuaryError, match="the weights of 'w' are missing"):
+        estuary.Model(tmp_path / "s.testmodel")
+    model = estuary.Model(tmp_path / "s.testmodel", weights=str(tmp_path / "elsewhere.testweights"))
+    np.testing.assert_array_equal(model.run([x])[0], x * weights * 2)
+    graph = estuary.Graph.import_model(saved, frontend_options={"graph-name": "renamed"}, outputs=["y"])
+    assert graph.name == "renamed"
+    with pytest.raises(estuary.EstuaryError, match="the test frontend has no option 'colour'"):
+        estuary.Graph.import_model(saved, frontend_options={"colour": "red"})

@@ -115,6 +115,54 @@ TEST_F(ConvertCli, ListsEveryUnsupportedOp) {
   EXPECT_FALSE(fs::exists(path("bad.eom")));
 }
 
+TEST_F(ConvertCli, TakesDirectoriesFilePairsAndFrontendOptions) {
+  const std::string scaled =
+      "# estuary test model\n# weights w 2\n"
+      "graph @s(%x: f32[2]) {\n"
+      "  %w = Constant() {value = tensor<f32[2]> [0, 0]} : f32[2]\n"
+      "  %y = Mul(%x, %w) : f32[2]\n"
+      "  return %y\n"
+      "}\n";
+  const float weights[2] = {2, 3};
+  fs::create_directories(dir_ / "saved");
+  std::ofstream(dir_ / "saved" / "model.testmodel") << scaled;
+  std::ofstream(dir_ / "saved" / "model.testweights", std::ios::binary).write(reinterpret_cast<const char*>(weights), 8);
+  CliRun directory = convert(path("saved") + " -o " + path("dir.eom"));
+  ASSERT_EQ(directory.exit_code, 0) << directory.output;
+  EXPECT_CONTAINS(directory.output, "converted " + path("saved") + " -> ");
+
+  // A model and its weights given as two positionals, the way a program and its
+  // parameters file are.
+  std::ofstream(path("s.testmodel")) << scaled;
+  std::ofstream(path("w.testweights"), std::ios::binary).write(reinterpret_cast<const char*>(weights), 8);
+  CliRun pair = convert(path("s.testmodel") + " " + path("w.testweights") + " -o " + path("pair.eom"));
+  ASSERT_EQ(pair.exit_code, 0) << pair.output;
+  EXPECT_CONTAINS(pair.output, "converted " + path("s.testmodel") + " + " + path("w.testweights"));
+  CliRun missing = convert(path("s.testmodel") + " -o " + path("x.eom"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_CONTAINS(missing.output, "the weights of 'w' are missing");
+  CliRun weights_option = convert(path("s.testmodel") + " --weights " + path("w.testweights") + " -o " + path("w.eom"));
+  EXPECT_EQ(weights_option.exit_code, 0) << weights_option.output;
+
+  CliRun option = convert(path("m.testmodel") + " --frontend-option graph-name=renamed --mode ir");
+  ASSERT_EQ(option.exit_code, 0) << option.output;
+  EXPECT_CONTAINS(option.output, "graph @renamed(");
+  CliRun unknown = convert(path("m.testmodel") + " --frontend-option colour=red -o " + path("x.eom"));
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_CONTAINS(unknown.output, "the test frontend has no option 'colour'; its options:");
+  CliRun malformed = convert(path("m.testmodel") + " --frontend-option colour -o " + path("x.eom"));
+  EXPECT_EQ(malformed.exit_code, 2);
+  EXPECT_CONTAINS(malformed.output, "--frontend-option takes KEY=VALUE");
+
+  // ATC's --out_nodes picks values as outputs; ATC's framework numbers name frontends.
+  CliRun out_nodes = convert(path("m.testmodel") + " --out_nodes 'y' --mode ir --passes dce");
+  ASSERT_EQ(out_nodes.exit_code, 0) << out_nodes.output;
+  EXPECT_EQ(out_nodes.output.find("Relu"), std::string::npos) << out_nodes.output;
+  CliRun atc_number = convert(path("m.testmodel") + " --framework 5 -o " + path("x.eom"));
+  EXPECT_EQ(atc_number.exit_code, 1);
+  EXPECT_CONTAINS(atc_number.output, "not a model the onnx frontend reads");
+}
+
 TEST_F(ConvertCli, RefusesBadUsage) {
   CliRun no_model = convert("-o " + path("x.eom"));
   EXPECT_EQ(no_model.exit_code, 2);

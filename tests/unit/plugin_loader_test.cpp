@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "estuary/frontend/node_context.h"
 #include "estuary/ops/schema.h"
 #include "estuary/pass/pass.h"
 #include "estuary/plugin/loader.h"
@@ -332,6 +333,25 @@ TEST(PluginLoader, AFrontendKeepsItsPluginLoaded) {
   EXPECT_TRUE(frontend->supports(ModelInput::object("test.model_text", &text, nullptr, "text"), {}));
   frontend.reset();
   EXPECT_FALSE(isLoaded(path));
+}
+
+TEST(PluginLoader, RegistersConversionExtensionsAndRefusesClashes) {
+  Registries r;
+  PluginLoader loader(r.ops, r.passes, r.frontends, r.conversions);
+  PluginHandle plugin = loader.load(testPlugin("test_conversions"));
+  EXPECT_EQ(plugin->conversions(),
+            (std::vector<std::string>{"onnx:test.ops::ScaledTanh", "pytorch:estuary_test.scaled_tanh.default"}));
+  const ConversionExtension* extension = r.conversions.find("onnx", "test.ops", "ScaledTanh");
+  ASSERT_NE(extension, nullptr);
+  EXPECT_EQ(extension->origin, "plugin 'test_conversions' (" + canonical(testPlugin("test_conversions")) + ")");
+
+  Registries other;
+  other.conversions.add({"onnx", "test.ops", "ScaledTanh", [](NodeContext& node) { return node.inputs(); }, "a user"});
+  PluginLoader second(other.ops, other.passes, other.frontends, other.conversions);
+  EXPECT_EQ(errorOf([&] { second.load(testPlugin("test_conversions")); }),
+            "cannot load plugin " + canonical(testPlugin("test_conversions")) +
+                ": it registers a conversion extension for 'ScaledTanh', which a user registered already");
+  EXPECT_EQ(other.conversions.size(), 1u);  // nothing of the refused plugin
 }
 
 TEST(PluginLoader, AnOpSchemaKeepsItsInferenceCodeLoaded) {
