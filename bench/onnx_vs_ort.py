@@ -2,8 +2,8 @@
 machine and thread count: median and p90 latency, peak RSS, and Estuary's conversion time
 against ORT's session creation.
 
-    .venv/bin/python bench/onnx_vs_ort.py                       # every model, 1 and 2 threads
-    .venv/bin/python bench/onnx_vs_ort.py --models resnet50 --threads 1 --batches 1
+    .venvs/torch/bin/python bench/onnx_vs_ort.py                # every model, 1 and 2 threads
+    .venvs/torch/bin/python bench/onnx_vs_ort.py --models resnet50 --threads 1 --batches 1
 
 Each measurement runs in a fresh process that imports only NumPy and one engine, so peak
 RSS is the engine's own. The engines alternate, --rounds times per configuration; each

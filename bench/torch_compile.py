@@ -4,7 +4,7 @@ and Estuary's FX mode, on ResNet-18, MobileNetV2, a BERT-like encoder and a LLaM
 decoder block (random weights, batch 1). Prints a Markdown table: batch-1 latency (median)
 and compile time (the first call minus a steady-state call) for each.
 
-    PYTHONPATH=build/python .venv/bin/python bench/torch_compile.py --threads 2
+    PYTHONPATH=build/python .venvs/torch/bin/python bench/torch_compile.py --threads 2
 
 Figures, not a test: the machine is shared and noisy. Inductor's caches are off (unless
 TORCHINDUCTOR_FORCE_DISABLE_CACHES is set otherwise): with a warm cache from an earlier run

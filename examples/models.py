@@ -3,6 +3,12 @@ ONNX: what the README's demo, the ONNX frontend tests and bench/onnx_vs_ort.py r
 
     from models import MODELS, export_onnx
     path, inputs = export_onnx("resnet50", "/tmp/out", batch=1)
+
+As a script, in PyTorch's environment, for a process that must not import torch:
+
+    .venvs/torch/bin/python examples/models.py OUT_DIR resnet50 bert_encoder
+
+writes OUT_DIR/<name>.onnx (and its external data) and OUT_DIR/<name>.inputs.npz.
 """
 import math
 import os
@@ -12,6 +18,9 @@ import types
 import numpy as np
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_inputs import decoder_inputs, encoder_inputs, example_inputs, image_inputs  # noqa: E402
 
 
 def import_torchvision():
@@ -126,32 +135,13 @@ def _mobilenet_v2():
     return import_torchvision().models.mobilenet_v2()
 
 
-def _image_inputs(batch, rng):
-    return {"x": rng.standard_normal((batch, 3, 224, 224)).astype(np.float32)}
-
-
-def _encoder_inputs(batch, rng, seq=128):
-    mask = np.ones((batch, seq), np.int64)
-    mask[:, seq - seq // 8:] = 0  # padding at the end, as a tokenizer leaves it
-    return {"input_ids": rng.integers(0, 30522, (batch, seq), dtype=np.int64), "attention_mask": mask}
-
-
-def _decoder_inputs(batch, rng, past=32, layers=12, heads=12, head_dim=64):
-    cache = (layers, batch, heads, past, head_dim)
-    return {
-        "input_ids": rng.integers(0, 50257, (batch, 1), dtype=np.int64),
-        "past_keys": rng.standard_normal(cache).astype(np.float32),
-        "past_values": rng.standard_normal(cache).astype(np.float32),
-    }
-
-
 # name -> (constructor, inputs(batch, rng), output names, dims that stay symbolic)
 MODELS = {
-    "resnet50": (_resnet50, _image_inputs, ["logits"], {"x": {0: "batch"}}),
-    "mobilenet_v2": (_mobilenet_v2, _image_inputs, ["logits"], {"x": {0: "batch"}}),
-    "bert_encoder": (BertLikeEncoder, _encoder_inputs, ["hidden", "pooled"],
+    "resnet50": (_resnet50, image_inputs, ["logits"], {"x": {0: "batch"}}),
+    "mobilenet_v2": (_mobilenet_v2, image_inputs, ["logits"], {"x": {0: "batch"}}),
+    "bert_encoder": (BertLikeEncoder, encoder_inputs, ["hidden", "pooled"],
                      {"input_ids": {0: "batch"}, "attention_mask": {0: "batch"}}),
-    "gpt2_decoder": (Gpt2LikeDecoder, _decoder_inputs, ["logits", "present_keys", "present_values"],
+    "gpt2_decoder": (Gpt2LikeDecoder, decoder_inputs, ["logits", "present_keys", "present_values"],
                      {"past_keys": {3: "past"}, "past_values": {3: "past"}}),
 }
 
@@ -169,10 +159,6 @@ def build(name, seed=0):
                 module.running_mean.copy_(torch.randn(module.num_features, generator=generator) * 0.1)
                 module.running_var.copy_(torch.rand(module.num_features, generator=generator) + 0.5)
     return model
-
-
-def example_inputs(name, batch=1, seed=0):
-    return MODELS[name][1](batch, np.random.default_rng(seed))
 
 
 def export_onnx(name, directory, batch=1, seed=0, dynamo=True):
@@ -198,3 +184,12 @@ def export_onnx(name, directory, batch=1, seed=0, dynamo=True):
                                   dynamic_axes={key: dict(dims) for key, dims in dynamic.items()},
                                   opset_version=17, dynamo=False)
     return path, inputs
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or any(name not in MODELS for name in sys.argv[2:]):
+        sys.exit(f"usage: models.py OUT_DIR NAME... (names: {', '.join(MODELS)})")
+    for name in sys.argv[2:]:
+        path, inputs = export_onnx(name, sys.argv[1])
+        np.savez(os.path.join(sys.argv[1], f"{name}.inputs.npz"), **inputs)
+        print(path)

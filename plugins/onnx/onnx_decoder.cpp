@@ -91,7 +91,7 @@ std::optional<AttrValue> OnnxNodeDecoder::attribute(std::string_view name) const
   }
   const std::string what = "attribute '" + std::string(name) + "' of node '" + std::string(node_.name) + "'";
   AttrValue value;
-  value.type_name = std::string(onnxAttrTypeName(attr->type));
+  value.type_name = onnxAttrTypeName(attr->type);
   switch (attr->type) {
     case OnnxAttrType::Float: value.data = static_cast<double>(attr->f); break;
     case OnnxAttrType::Int: value.data = attr->i; break;

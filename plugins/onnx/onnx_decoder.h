@@ -63,6 +63,7 @@ class OnnxNodeDecoder final : public NodeDecoder {
   std::string_view outputName(size_t i) const override { return node_.outputs[i]; }
   TensorType outputType(size_t i) const override;
   std::vector<std::string_view> attributeNames() const override;
+  bool hasAttribute(std::string_view name) const override { return findAttribute(name) != nullptr; }
   std::optional<AttrValue> attribute(std::string_view name) const override;
   std::vector<AttrValue::GraphRef> subgraphs() const override;
 

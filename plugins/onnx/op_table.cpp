@@ -32,7 +32,7 @@ NodeContext::Attributes onnxAttributes(NodeContext& node, std::string_view op_ty
       if (!std::holds_alternative<Alternative>(value.data)) {
         node.fail("attribute '", name, "' is ", value.type_name, ", expected ", expected);
       }
-      return std::get<Alternative>(value.data);
+      return std::get<Alternative>(std::move(value.data));
     };
     std::string key(name);
     switch (spec->kind) {

@@ -1,19 +1,22 @@
 """Real models built with PyTorch 2.13 (random, seeded weights), exported with
 torch.onnx.export, converted by Estuary and compared with ONNX Runtime 1.30 on the same
 inputs: torchvision's ResNet-50 and MobileNetV2, a BERT-base-like encoder at sequence 128,
-and a GPT-2-small-like decoder step with a KV cache whose length stays symbolic."""
-import os
+and a GPT-2-small-like decoder step with a KV cache whose length stays symbolic.
+
+This test runs in the base environment, without PyTorch: the models are exported in
+PyTorch's environment (examples/models.py run there) and cached between runs."""
 import sys
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 
+import environments
 import estuary
 
-ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("torch")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-import models  # noqa: E402
+EXAMPLES = environments.ROOT / "examples"
+sys.path.insert(0, str(EXAMPLES))
+import model_inputs  # noqa: E402
 
 # f32 tolerance: both engines accumulate in f32 but in different orders (blocked convolutions,
 # fused epilogues), so deep networks differ by a few ulps of their largest values.
@@ -21,8 +24,15 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 @pytest.fixture(scope="module")
-def export_dir(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("onnx_models"))
+def exported():
+    """The exported models' directory: <name>.onnx and <name>.inputs.npz for each."""
+    return environments.made("torch", EXAMPLES / "models.py", "resnet50", "mobilenet_v2", "bert_encoder",
+                             "gpt2_decoder", key_files=[EXAMPLES / "model_inputs.py"])
+
+
+def export(directory, name):
+    with np.load(directory / f"{name}.inputs.npz") as inputs:
+        return str(directory / f"{name}.onnx"), dict(inputs)
 
 
 def onnxruntime_outputs(path, inputs):
@@ -41,26 +51,26 @@ def assert_close(actual, expected):
 
 
 @pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2", "bert_encoder"])
-def test_model_matches_onnxruntime(name, export_dir):
-    path, inputs = models.export_onnx(name, export_dir)
+def test_model_matches_onnxruntime(name, exported):
+    path, inputs = export(exported, name)
     model = estuary.Model(path)
     assert_close(model.run(inputs), onnxruntime_outputs(path, inputs))
 
 
-def test_cnn_batch_stays_symbolic(export_dir):
-    path, _ = models.export_onnx("mobilenet_v2", export_dir)
+def test_cnn_batch_stays_symbolic(exported):
+    path, _ = export(exported, "mobilenet_v2")
     model = estuary.Model(path)
     assert isinstance(model.inputs[0]["shape"][0], str)
     for batch in (2, 3):
-        inputs = models.example_inputs("mobilenet_v2", batch, seed=batch)
+        inputs = model_inputs.example_inputs("mobilenet_v2", batch, seed=batch)
         assert_close(model.run(inputs), onnxruntime_outputs(path, inputs))
 
 
-def test_decoder_step_with_kv_cache_of_any_length(export_dir):
-    path, _ = models.export_onnx("gpt2_decoder", export_dir)
+def test_decoder_step_with_kv_cache_of_any_length(exported):
+    path, _ = export(exported, "gpt2_decoder")
     model = estuary.Model(path)
     for past in (32, 5):
-        inputs = models.MODELS["gpt2_decoder"][1](1, np.random.default_rng(past), past=past)
+        inputs = model_inputs.example_inputs("gpt2_decoder", 1, seed=past, past=past)
         actual = model.run(inputs)
         assert actual[1].shape == (12, 1, 12, past + 1, 64)
         assert_close(actual, onnxruntime_outputs(path, inputs))

@@ -26,8 +26,8 @@ struct FakeNode : NodeDecoder {
            std::string name = {})
       : op(std::move(op_type)), node_name(std::move(name)), ins(std::move(inputs)), outs(std::move(outputs)) {}
 
-  FakeNode& attr(const std::string& name, AttrValue::Data data, std::string type_name = "attr") {
-    attrs[name] = AttrValue{std::move(data), std::move(type_name)};
+  FakeNode& attr(const std::string& name, AttrValue::Data data, std::string_view type_name = "attr") {
+    attrs[name] = AttrValue{std::move(data), type_name};
     return *this;
   }
 

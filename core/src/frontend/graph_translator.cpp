@@ -108,7 +108,7 @@ std::string GraphTranslator::nodeName(const NodeDecoder& node) const {
 
 bool GraphTranslator::lookup(std::string_view name, Value*& value) const {
   for (const GraphTranslator* scope = this; scope; scope = scope->parent_) {
-    auto found = scope->values_.find(std::string(name));
+    auto found = scope->values_.find(name);
     if (found != scope->values_.end()) {
       value = found->second;
       return true;
@@ -117,9 +117,9 @@ bool GraphTranslator::lookup(std::string_view name, Value*& value) const {
   return false;
 }
 
-void GraphTranslator::define(std::string_view name, Value* value, std::string_view by) {
-  if (!values_.emplace(std::string(name), value).second) {
-    raise(session_.model(), ": graph '", graph_.name(), "': value '", name, "' is defined twice (again by ", by,
+void GraphTranslator::define(std::string_view name, Value* value, const std::function<std::string()>& by) {
+  if (!values_.emplace(name, value).second) {
+    raise(session_.model(), ": graph '", graph_.name(), "': value '", name, "' is defined twice (again by ", by(),
           "); a value is defined once");
   }
   if (value && value->name().empty() && !named_by_caller_.count(name)) value->setName(scoped(name));
@@ -169,7 +169,7 @@ void collectFreeReads(const GraphDecoder& graph, std::vector<std::string_view>& 
 
 }  // namespace
 
-std::vector<const NodeDecoder*> GraphTranslator::sortedNodes(const GraphDecoder& decoder) const {
+std::vector<size_t> GraphTranslator::sortedNodes(const GraphDecoder& decoder) const {
   // Frameworks require nodes in topological order but not every exporter obeys (and
   // TensorFlow's GraphDef never promised it); the order is restored here (stable: ready
   // nodes are taken in file order) and a cycle is an error.
@@ -210,12 +210,12 @@ std::vector<const NodeDecoder*> GraphTranslator::sortedNodes(const GraphDecoder&
   for (size_t i = 0; i < count; ++i) {
     if (pending[i] == 0) ready.push(i);
   }
-  std::vector<const NodeDecoder*> order;
+  std::vector<size_t> order;
   order.reserve(count);
   while (!ready.empty()) {
     size_t i = ready.top();
     ready.pop();
-    order.push_back(&decoder.node(i));
+    order.push_back(i);
     for (size_t user : users[i]) {
       if (--pending[user] == 0) ready.push(user);
     }
@@ -246,7 +246,7 @@ std::vector<std::pair<std::string_view, Value*>> GraphTranslator::makeWeights(co
 }
 
 void GraphTranslator::defineWeights(const GraphDecoder& decoder) {
-  for (const auto& [name, value] : makeWeights(decoder)) define(name, value, "a weight");
+  for (const auto& [name, value] : makeWeights(decoder)) define(name, value, [] { return std::string("a weight"); });
 }
 
 void GraphTranslator::translate(const GraphDecoder& decoder) {
@@ -258,7 +258,7 @@ void GraphTranslator::translate(const GraphDecoder& decoder) {
     bool is_weight = std::any_of(weights.begin(), weights.end(), [&](const auto& entry) { return entry.first == name; });
     if (is_weight) continue;
     Value* value = graph_.addInput(scoped(name), decoder.inputType(i, session_.symbols()));
-    define(name, value, "a graph input");
+    define(name, value, [] { return std::string("a graph input"); });
   }
   if (is_main_) {
     // Before any node, so that translators see the dims the user fixed.
@@ -268,16 +268,12 @@ void GraphTranslator::translate(const GraphDecoder& decoder) {
       raise(session_.model(), ": ", error.what());
     }
   }
-  for (const auto& [name, value] : weights) define(name, value, "a weight");
+  for (const auto& [name, value] : weights) define(name, value, [] { return std::string("a weight"); });
   for (Value* output : translateBody(decoder)) graph_.addOutput(output);
 }
 
 std::vector<Value*> GraphTranslator::translateBody(const GraphDecoder& decoder) {
-  std::vector<const NodeDecoder*> order = sortedNodes(decoder);
-  // Positions in the decoder, for naming unnamed nodes in errors.
-  std::unordered_map<const NodeDecoder*, size_t> positions;
-  for (size_t i = 0; i < decoder.numNodes(); ++i) positions.emplace(&decoder.node(i), i);
-  for (const NodeDecoder* node : order) translateNode(*node, positions.at(node));
+  for (size_t index : sortedNodes(decoder)) translateNode(decoder.node(index), index);
   std::vector<Value*> outputs;
   for (size_t i = 0; i < decoder.numOutputs(); ++i) {
     Value* value = nullptr;
@@ -341,7 +337,7 @@ void GraphTranslator::bindResults(const NodeDecoder& node, size_t index, const s
                      " for output ", i, " '", name, "', the model declares ", dtypeName(declared));
       }
     }
-    define(name, value, describeNode(node, index));
+    define(name, value, [&] { return describeNode(node, index); });
   }
 }
 
@@ -364,7 +360,7 @@ std::vector<Value*> GraphTranslator::inlineGraph(const GraphDecoder& body, const
   translator.in_subgraph_ = in_subgraph_;
   for (size_t i = 0; i < body.numOutputs(); ++i) translator.named_by_caller_.emplace(body.outputName(i));
   for (size_t i = 0; i < body.numInputs(); ++i) {
-    translator.define(body.inputName(i), i < arguments.size() ? arguments[i] : nullptr, "a function input");
+    translator.define(body.inputName(i), i < arguments.size() ? arguments[i] : nullptr, [] { return std::string("a function input"); });
   }
   translator.defineWeights(body);
   return translator.translateBody(body);
@@ -413,7 +409,7 @@ std::vector<Value*> GraphTranslator::translateFunctionBody(Graph& graph, const G
   GraphTranslator translator(session_, graph, nullptr, scope_, inline_depth_ + 1);
   translator.in_subgraph_ = true;
   for (size_t i = 0; i < body.numInputs(); ++i) {
-    translator.define(body.inputName(i), i < arguments.size() ? arguments[i] : nullptr, "a function input");
+    translator.define(body.inputName(i), i < arguments.size() ? arguments[i] : nullptr, [] { return std::string("a function input"); });
   }
   translator.defineWeights(body);
   return translator.translateBody(body);

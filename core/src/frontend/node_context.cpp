@@ -89,12 +89,7 @@ size_t NodeContext::usedOutputs() const {
   return count;
 }
 
-bool NodeContext::hasAttr(std::string_view name) const {
-  for (std::string_view attribute : node_.attributeNames()) {
-    if (attribute == name) return true;
-  }
-  return false;
-}
+bool NodeContext::hasAttr(std::string_view name) const { return node_.hasAttribute(name); }
 
 std::shared_ptr<Graph> NodeContext::subgraph(std::string_view name) {
   AttrValue::GraphRef body = attr<AttrValue::GraphRef>(name);

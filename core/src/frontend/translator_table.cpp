@@ -1,23 +1,37 @@
 #include "estuary/frontend/translator_table.h"
 
+#include <algorithm>
+
 #include "estuary/support/error.h"
 
 namespace estuary {
 
-std::string TranslatorTable::key(std::string_view domain, std::string_view op_type) {
-  std::string key(domain);
-  if (!key.empty()) key += "::";
-  return key.append(op_type);
+namespace {
+
+std::string qualified(std::string_view domain, std::string_view op_type) {
+  std::string name(domain);
+  if (!name.empty()) name += "::";
+  return name.append(op_type);
+}
+
+}  // namespace
+
+const std::vector<TranslatorTable::Entry>* TranslatorTable::entriesOf(std::string_view domain,
+                                                                      std::string_view op_type) const {
+  auto ops = entries_.find(domain);
+  if (ops == entries_.end()) return nullptr;
+  auto found = ops->second.find(op_type);
+  return found == ops->second.end() ? nullptr : &found->second;
 }
 
 TranslatorTable& TranslatorTable::add(std::string_view domain, std::string_view op_type, TranslateFn translate,
                                       int64_t since, int64_t until) {
-  if (!translate) raise("the translator of ", key(domain, op_type), " is empty");
-  if (since > until) raise("the translator of ", key(domain, op_type), " has versions ", since, " > ", until);
-  std::vector<Entry>& entries = entries_[key(domain, op_type)];
+  if (!translate) raise("the translator of ", qualified(domain, op_type), " is empty");
+  if (since > until) raise("the translator of ", qualified(domain, op_type), " has versions ", since, " > ", until);
+  std::vector<Entry>& entries = entries_[std::string(domain)][std::string(op_type)];
   for (const Entry& entry : entries) {
     if (since <= entry.until && entry.since <= until) {
-      raise("two translators of ", key(domain, op_type), " take overlapping versions");
+      raise("two translators of ", qualified(domain, op_type), " take overlapping versions");
     }
   }
   entries.push_back({since, until, std::move(translate)});
@@ -25,21 +39,24 @@ TranslatorTable& TranslatorTable::add(std::string_view domain, std::string_view 
 }
 
 const TranslateFn* TranslatorTable::find(std::string_view domain, std::string_view op_type, int64_t version) const {
-  auto found = entries_.find(key(domain, op_type));
-  if (found == entries_.end()) return nullptr;
-  for (const Entry& entry : found->second) {
+  const std::vector<Entry>* entries = entriesOf(domain, op_type);
+  if (!entries) return nullptr;
+  for (const Entry& entry : *entries) {
     if (entry.since <= version && version <= entry.until) return &entry.translate;
   }
   return nullptr;
 }
 
 bool TranslatorTable::knows(std::string_view domain, std::string_view op_type) const {
-  return entries_.count(key(domain, op_type)) > 0;
+  return entriesOf(domain, op_type) != nullptr;
 }
 
 std::vector<std::string> TranslatorTable::ops() const {
   std::vector<std::string> ops;
-  for (const auto& entry : entries_) ops.push_back(entry.first);
+  for (const auto& [domain, by_op] : entries_) {
+    for (const auto& entry : by_op) ops.push_back(qualified(domain, entry.first));
+  }
+  std::sort(ops.begin(), ops.end());
   return ops;
 }
 

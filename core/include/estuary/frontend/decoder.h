@@ -29,8 +29,9 @@ struct AttrShape {
 };
 
 // One attribute of a framework node, decoded. `type_name` is what the framework calls its
-// type ("INTS", "list(int)"), for errors; std::monostate stands for a kind Estuary does not
-// read (an ONNX TYPE_PROTO), which no typed access accepts.
+// type ("INTS", "list(int)"), for errors: a string that lives as long as the program (a
+// literal). std::monostate stands for a kind Estuary does not read (an ONNX TYPE_PROTO),
+// which no typed access accepts.
 struct AttrValue {
   using GraphRef = std::shared_ptr<const GraphDecoder>;
   using Data = std::variant<std::monostate, int64_t, double, bool, std::string, DType, Tensor, GraphRef, AttrShape,
@@ -38,7 +39,7 @@ struct AttrValue {
                             std::vector<std::string>, std::vector<DType>, std::vector<Tensor>,
                             std::vector<GraphRef>, std::vector<AttrShape>>;
   Data data;
-  std::string type_name;
+  std::string_view type_name;
 };
 
 // Hands out valid, distinct symbol names for a model's symbolic dims: a framework's dim
@@ -88,6 +89,13 @@ class NodeDecoder {
   virtual TensorType outputType(size_t i) const { return {}; }
 
   virtual std::vector<std::string_view> attributeNames() const = 0;
+  // Whether the node has the attribute, without decoding it.
+  virtual bool hasAttribute(std::string_view name) const {
+    for (std::string_view attribute : attributeNames()) {
+      if (attribute == name) return true;
+    }
+    return false;
+  }
   // The attribute, decoded, or nullopt when the node does not have it.
   virtual std::optional<AttrValue> attribute(std::string_view name) const = 0;
   // The graphs the node's attributes hold (If branches, a Loop body), in attribute order,

@@ -102,8 +102,9 @@ class GraphTranslator {
   // defines it; `value` is nullptr for a name bound to an absent optional input.
   bool lookup(std::string_view name, Value*& value) const;
   // Binds a name to a value (nullptr: an absent input); a name defined twice is an error.
-  // `by` says what defines it, for that error.
-  void define(std::string_view name, Value* value, std::string_view by);
+  // `by` says what defines it, for that error. The name is kept as a view: names are the
+  // decoders' strings, which outlive the translation.
+  void define(std::string_view name, Value* value, const std::function<std::string()>& by);
 
   // `body` translated as a subgraph of this graph, seeing its values; named after the body,
   // or `fallback_name` when the body has none.
@@ -138,7 +139,8 @@ class GraphTranslator {
  private:
   friend class TranslationSession;
   void translateNode(const NodeDecoder& node, size_t index);
-  std::vector<const NodeDecoder*> sortedNodes(const GraphDecoder& decoder) const;
+  // The positions of the decoder's nodes in a topological order.
+  std::vector<size_t> sortedNodes(const GraphDecoder& decoder) const;
   void bindResults(const NodeDecoder& node, size_t index, const std::vector<Value*>& results,
                    const ConversionExtension* extension);
   // Constant nodes of the decoder's weights, by name.
@@ -160,7 +162,7 @@ class GraphTranslator {
   bool in_subgraph_ = false;
   // The model's main graph takes the options' input shapes.
   bool is_main_ = false;
-  std::unordered_map<std::string, Value*> values_;
+  std::unordered_map<std::string_view, Value*> values_;
   // In an inlined body: the formal outputs, whose values the caller names.
   std::set<std::string, std::less<>> named_by_caller_;
 };

@@ -28,6 +28,7 @@
 // std::vector of any of them (repeated; scalars packed or not). Fields a table does not
 // list are skipped; every malformed input raises an Error naming the file, the message and
 // the byte offset.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -119,9 +120,29 @@ struct FieldSpec {
 };
 
 template <typename Message>
-struct MessageTable {
-  std::string_view name;  // the message's name in the schema, for errors
-  std::vector<FieldSpec<Message>> fields;
+class MessageTable {
+ public:
+  MessageTable(std::string_view name, std::vector<FieldSpec<Message>> fields) : name_(name), fields_(std::move(fields)) {
+    // Field numbers are small in every schema read here; a direct index finds a field's spec
+    // without searching the table for each field of each message.
+    uint32_t largest = 0;
+    for (const FieldSpec<Message>& field : fields_) largest = std::max(largest, field.number);
+    by_number_.assign(largest + 1, -1);
+    for (size_t i = 0; i < fields_.size(); ++i) by_number_[fields_[i].number] = static_cast<int>(i);
+  }
+
+  // The message's name in the schema, for errors.
+  std::string_view name() const { return name_; }
+  // The spec of field `number`, or nullptr for a field the table does not list.
+  const FieldSpec<Message>* find(uint32_t number) const {
+    if (number >= by_number_.size() || by_number_[number] < 0) return nullptr;
+    return &fields_[static_cast<size_t>(by_number_[number])];
+  }
+
+ private:
+  std::string_view name_;
+  std::vector<FieldSpec<Message>> fields_;
+  std::vector<int> by_number_;
 };
 
 // The table of a message struct; each frontend specializes it for its structs.
@@ -141,19 +162,14 @@ class Decoder {
   template <typename Message>
   void decodeInto(Message& message, std::string_view bytes) {
     const MessageTable<Message>& table = tableOf<Message>();
-    WireReader reader(source_, bytes, table.name);
+    WireReader reader(source_, bytes, table.name());
     if (depth_ >= kMaxDepth) {
       reader.fail(bytes.data(), "messages nest deeper than " + std::to_string(kMaxDepth) + " levels");
     }
     ++depth_;
     WireField field;
     while (reader.next(field)) {
-      for (const FieldSpec<Message>& spec : table.fields) {
-        if (spec.number == field.number) {
-          spec.decode(message, field, reader, *this, spec.name);
-          break;
-        }
-      }
+      if (const FieldSpec<Message>* spec = table.find(field.number)) spec->decode(message, field, reader, *this, spec->name);
     }
     --depth_;
   }

@@ -56,8 +56,9 @@ class TranslatorTable {
     int64_t until;
     TranslateFn translate;
   };
-  static std::string key(std::string_view domain, std::string_view op_type);
-  std::map<std::string, std::vector<Entry>, std::less<>> entries_;
+  const std::vector<Entry>* entriesOf(std::string_view domain, std::string_view op_type) const;
+  // By domain, then op type: found without building a key.
+  std::map<std::string, std::map<std::string, std::vector<Entry>, std::less<>>, std::less<>> entries_;
 };
 
 struct ConversionExtension {
