@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "estuary/frontend/frontend.h"
+#include "estuary/frontend/weights.h"
 #include "estuary/ge/model.h"
 #include "estuary/pass/manager.h"
 #include "estuary/pass/pipeline.h"
@@ -78,16 +79,22 @@ FxArg argOf(const py::handle& object) {
   return arg;
 }
 
-// A torch tensor's memory as a core-IR tensor, without copying: the Python object is held
-// (and released under the GIL) for as long as the graph or a built model uses it.
-Tensor wrapTensor(const py::object& tensor, DType dtype, const std::vector<int64_t>& shape) {
-  auto* address = reinterpret_cast<const void*>(tensor.attr("data_ptr")().cast<uintptr_t>());
+// A torch tensor's memory as a core-IR tensor through the frontend layer's weight source:
+// wrapped without copying (the Python object held, and released under the GIL, for as long
+// as the graph or a built model uses it).
+Tensor wrapTensor(WeightSource& weights, const std::string& name, const py::object& tensor, DType dtype,
+                  const std::vector<int64_t>& shape) {
+  auto* address = reinterpret_cast<const char*>(tensor.attr("data_ptr")().cast<uintptr_t>());
+  auto bytes = tensor.attr("untyped_storage")().attr("nbytes")().cast<size_t>();
+  size_t offset = tensor.attr("storage_offset")().cast<size_t>() * dtypeSize(dtype);
   auto* owner = new py::object(tensor);
   std::shared_ptr<const void> keep_alive(owner, [](const py::object* held) {
     py::gil_scoped_acquire gil;
     delete held;
   });
-  return Tensor::wrap(dtype, shape, address, std::move(keep_alive));
+  size_t size = static_cast<size_t>(weights.elementCount(shape, "parameter '" + name + "'")) * dtypeSize(dtype);
+  if (offset > bytes || size > bytes - offset) raise("FX parameter '", name, "': its tensor holds fewer bytes than its shape");
+  return weights.fromBytes(dtype, shape, std::string_view(address, size), keep_alive, "parameter '" + name + "'");
 }
 
 std::vector<int64_t> staticSizes(const FxNode& node) {
@@ -107,6 +114,7 @@ std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes,
                                  const py::object& extensions) {
   FxGraph fx;
   fx.name = name;
+  WeightSource weights("FX graph '" + name + "'");
   for (const py::handle& entry : nodes) {
     py::tuple item = entry.cast<py::tuple>();
     std::string kind = item[0].cast<std::string>();
@@ -116,7 +124,9 @@ std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes,
       node.kind = kind == "input" ? FxNode::Kind::Input : FxNode::Kind::Weight;
       node.dtype = dtypeNamed(item[2].cast<std::string>(), "FX placeholder '" + node.name + "'");
       node.sizes = item[3].cast<std::vector<std::string>>();
-      if (kind == "weight") node.weight = wrapTensor(item[4].cast<py::object>(), node.dtype, staticSizes(node));
+      if (kind == "weight") {
+        node.weight = wrapTensor(weights, node.name, item[4].cast<py::object>(), node.dtype, staticSizes(node));
+      }
     } else if (kind == "symint") {
       node.kind = FxNode::Kind::SymInt;
       node.sizes = {item[2].cast<std::string>()};
