@@ -291,6 +291,9 @@ std::unique_ptr<Graph> loadModel(const ModelInput& input, const FrontendOptions&
   if (!options.outputs.empty()) selectOutputs(*graph, options.outputs, input.name());
   try {
     fixInputShapes(*graph, options.input_shapes);
+    // Ranges are the build's to enforce (ge::BuildOptions::dim_ranges); a range on a dim
+    // that is not a plain symbol of this model is refused here, naming the model.
+    symbolRanges(*graph, options.input_ranges);
   } catch (const Error& error) {
     raise(input.name(), ": ", error.what());
   }

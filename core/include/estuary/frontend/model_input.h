@@ -79,7 +79,8 @@ struct FrontendOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   // Input dims fixed before translation, so that translators see them (-1 keeps a dim as
-  // the model has it), and the ranges symbolic dims may take.
+  // the model has it), and the ranges symbolic dims may take (checked by loadModel against
+  // the translated inputs; the build enforces them).
   InputShapes input_shapes;
   InputDimRanges input_ranges;
   // Frontend-specific keys; each frontend declares the keys it takes, and any other is an
