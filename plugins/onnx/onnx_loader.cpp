@@ -63,7 +63,8 @@ OnnxModel::OnnxModel(std::string path) : path_(std::move(path)) {
     }
   }
   // Without an import (a model of other domains only) every default-domain node is
-  // reported unsupported, at opset 0. Older opsets are checked per op (OpTranslator::since).
+  // reported unsupported, at opset 0. Older opsets are checked per op (the translator
+  // table's opset ranges).
   if (opset_ > kNewestOpset) {
     raise(path_, ": opset ", opset_, " of the default ONNX domain is newer than the newest Estuary knows (",
           kNewestOpset, ")");
@@ -91,11 +92,6 @@ struct Translation {
 };
 
 }  // namespace
-
-std::vector<UnsupportedOp> OnnxModel::unsupportedOps(const FrontendOptions& options) const {
-  Translation translation(*this, file_, options);
-  return translation.session.unsupportedOps(translation.main);
-}
 
 std::unique_ptr<Graph> OnnxModel::toGraph(const FrontendOptions& options) const {
   Translation translation(*this, file_, options);

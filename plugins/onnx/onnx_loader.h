@@ -25,13 +25,9 @@ class OnnxModel {
   // The version of the default domain ("" / "ai.onnx") the model imports.
   int64_t opset() const { return opset_; }
 
-  // Every op of the main graph, its subgraphs and the functions it calls that cannot be
-  // translated, in order of first appearance, with its nodes.
-  std::vector<UnsupportedOp> unsupportedOps(const FrontendOptions& options = {}) const;
-
   // Translates the model into core IR with inferred types. Raises UnsupportedOpsError
-  // listing unsupportedOps() when there are any, an Error naming the file and node on
-  // anything else it cannot translate.
+  // listing every op of the main graph, its subgraphs and the functions it calls that
+  // cannot be translated, an Error naming the file and node on anything else.
   std::unique_ptr<Graph> toGraph(const FrontendOptions& options = {}) const;
 
   // The model's facts, without translating it.

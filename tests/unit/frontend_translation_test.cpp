@@ -417,5 +417,32 @@ TEST(TranslationHelpers, TranslatorsFoldWeightLayoutsAndAlignBroadcasts) {
   EXPECT_EQ(graph->output(0)->producer()->input(1)->type().str(), "f32[4,1,1]");
 }
 
+TEST(TranslationHelpers, FoldsShapeArithmeticWhileTranslating) {
+  // A frontend whose reshape target comes from a computed shape (TensorFlow's Shape ->
+  // StridedSlice -> Pack chains) reads it as integers once the input's dims are static.
+  TranslatorTable t;
+  std::optional<std::vector<int64_t>> seen;
+  t.add("Shape", [](NodeContext& node) { return node.emit("Shape", node.inputs())->outputs(); });
+  t.add("Twice", [](NodeContext& node) -> std::vector<Value*> {
+    return {node.emitValue("Mul", {node.requiredInput(0), node.constantInts({2})})};
+  });
+  t.add("Read", [&seen](NodeContext& node) -> std::vector<Value*> {
+    seen = foldedInts(node, node.requiredInput(0));
+    return {node.requiredInput(0)};
+  });
+  FakeGraph g;
+  g.ins = {{"x", f32({Dim::symbol("n"), 3})}};
+  g.nodes = {FakeNode("Shape", {"x"}, {"s"}), FakeNode("Twice", {"s"}, {"t"}), FakeNode("Read", {"t"}, {"r"})};
+  g.outs = {"r"};
+  TranslationSession symbolic("fake", "model.fake", t, {});
+  symbolic.translate(g);
+  EXPECT_EQ(seen, std::nullopt);  // n is not known
+  FrontendOptions options;
+  options.input_shapes = {{"x", {4, 3}}};
+  TranslationSession fixed("fake", "model.fake", t, options);
+  fixed.translate(g);
+  EXPECT_EQ(seen, (std::vector<int64_t>{8, 6}));
+}
+
 }  // namespace
 }  // namespace estuary

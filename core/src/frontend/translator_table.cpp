@@ -47,10 +47,6 @@ const TranslateFn* TranslatorTable::find(std::string_view domain, std::string_vi
   return nullptr;
 }
 
-bool TranslatorTable::knows(std::string_view domain, std::string_view op_type) const {
-  return entriesOf(domain, op_type) != nullptr;
-}
-
 std::vector<std::string> TranslatorTable::ops() const {
   std::vector<std::string> ops;
   for (const auto& [domain, by_op] : entries_) {

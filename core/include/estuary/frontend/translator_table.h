@@ -45,8 +45,6 @@ class TranslatorTable {
 
   // The translator of the op at `version`, or nullptr.
   const TranslateFn* find(std::string_view domain, std::string_view op_type, int64_t version) const;
-  // Whether the op has a translator for any version.
-  bool knows(std::string_view domain, std::string_view op_type) const;
   // "Add", "domain::Op", sorted.
   std::vector<std::string> ops() const;
 
