@@ -1,0 +1,110 @@
+"""The TensorFlow frontend on models TensorFlow 2.21 saves (tensorflow_models.py, run in
+TensorFlow's environment and cached): each converted by Estuary from its SavedModel and
+from its frozen GraphDef, once, and run at two batch sizes against TensorFlow's outputs.
+This test runs without TensorFlow; the bad-input cases corrupt copies of the files."""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import environments
+import estuary
+
+MODELS = ["mlp", "resnet50", "mobilenet_v2", "efficientnet_b0"]
+RTOL, ATOL = 1e-4, 1e-5
+
+
+@pytest.fixture(scope="module")
+def saved():
+    script = environments.ROOT / "python" / "tests" / "tensorflow_models.py"
+    return environments.made("tensorflow", script, *MODELS)
+
+
+def assert_close(actual, expected):
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL * scale)
+
+
+@pytest.mark.parametrize("form", ["saved_model", "frozen"])
+@pytest.mark.parametrize("name", MODELS)
+def test_model_matches_tensorflow(saved, name, form):
+    path = saved / name if form == "saved_model" else saved / f"{name}.pb"
+    model = estuary.Model(str(path))
+    assert isinstance(model.inputs[0]["shape"][0], str), "the batch stays symbolic"
+    with np.load(saved / f"{name}.npz") as arrays:
+        for batch in (1, 3):
+            (y,) = model.run([arrays[f"x_b{batch}"]])
+            assert_close(y, arrays[f"y_b{batch}"])
+
+
+def test_saved_model_written_by_tf_saved_model_save(saved):
+    # Its restore function assigns another set of variables than serving reads: the
+    # checkpoint keys come from the object graphs.
+    model = estuary.Model(str(saved / "mlp_saved"))
+    with np.load(saved / "mlp.npz") as arrays:
+        assert_close(model.run([arrays["x_b3"]])[0], arrays["y_b3"])
+
+
+def test_saved_model_names_come_from_the_signature(saved):
+    model = estuary.Model(str(saved / "mlp"))
+    assert [i["name"] for i in model.inputs] == ["features"]
+    assert [o["name"] for o in model.outputs] == ["output_0"]
+    with pytest.raises(estuary.EstuaryError, match="has no signature 'predict'; its signatures: serve, serving_default"):
+        estuary.Model(str(saved / "mlp"), signature="predict")
+    graph = estuary.Graph.import_model(str(saved / "mlp"), signature="serve")
+    assert graph.num_nodes > 0
+
+
+def test_mode_info_lists_signatures_ops_and_parameters(saved):
+    result = subprocess.run([os.environ["ESTUARY_CLI"], "convert", str(saved / "mlp"), "--mode", "info"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "TensorFlow SavedModel model from TensorFlow 2.21" in text
+    assert "variant serving_default:" in text and "variant serve:" in text
+    assert "inputs: features: f32[?,16]" in text
+    assert "parameters: 676 (" in text  # 16*32 + 32 + 32*4 + 4
+    assert "MatMul" in text
+    frozen = subprocess.run([os.environ["ESTUARY_CLI"], "convert", str(saved / "mlp.pb"), "--framework", "3",
+                             "--mode", "info"], capture_output=True, text=True)
+    assert frozen.returncode == 0, frozen.stderr
+    assert "TensorFlow GraphDef model" in frozen.stdout and "parameters: 676 (" in frozen.stdout
+
+
+def copy_of(saved, name, tmp_path):
+    target = tmp_path / name
+    shutil.copytree(saved / name, target)
+    return target
+
+
+def test_bad_input_is_named(saved, tmp_path):
+    # A truncated GraphDef.
+    cut = tmp_path / "cut.pb"
+    cut.write_bytes((saved / "mlp.pb").read_bytes()[:200])
+    with pytest.raises(estuary.EstuaryError, match=r"cut\.pb: .* at byte \d+: .*truncated"):
+        estuary.Model(str(cut))
+    # A SavedModel without its variables.
+    no_variables = copy_of(saved, "mlp", tmp_path)
+    shutil.rmtree(no_variables / "variables")
+    with pytest.raises(estuary.EstuaryError, match="the SavedModel has no .*variables.index"):
+        estuary.Model(str(no_variables))
+    # A shard whose first variable's bytes no longer match their checksum (TensorFlow
+    # writes the variables first, the object graph last).
+    corrupt = copy_of(saved, "mlp", tmp_path / "corrupt")
+    shard = next((corrupt / "variables").glob("variables.data-*"))
+    data = bytearray(shard.read_bytes())
+    data[0] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(estuary.EstuaryError, match=r"variables\.data-00000-of-00001: the bytes of variable "
+                                                   r"'variables/0/\.ATTRIBUTES/VARIABLE_VALUE' do not match their "
+                                                   r"checksum"):
+        estuary.Model(str(corrupt))
+    # An index whose block fails its checksum.
+    index = copy_of(saved, "mlp", tmp_path / "index") / "variables" / "variables.index"
+    data = bytearray(index.read_bytes())
+    data[5] ^= 0xFF
+    index.write_bytes(bytes(data))
+    with pytest.raises(estuary.EstuaryError, match=r"variables\.index: at byte \d+: a block's checksum"):
+        estuary.Model(str(index.parent.parent))
