@@ -21,6 +21,7 @@
 
 #include "estuary/frontend/decoder.h"
 #include "estuary/frontend/weights.h"
+#include "estuary/ir/graph.h"
 #include "tf_messages.h"
 
 namespace estuary::tensorflow_frontend {
@@ -41,12 +42,18 @@ class TfModelContext {
   // A variable's value by the name its VarHandleOp shares (set for SavedModels).
   std::function<Tensor(std::string_view shared_name, const std::string& node)> variables;
 
+  // The empty TensorLists TensorListReserve made, which a While fills one element per
+  // iteration (see tf_ops_graph.cpp).
+  void noteReservedList(const Value* list) const { reserved_lists_.insert(list); }
+  bool isReservedList(const Value* list) const { return reserved_lists_.count(list) > 0; }
+
  private:
   std::string model_;
   std::map<std::string_view, const FunctionDef*> functions_;
   std::shared_ptr<const void> owner_;
   WeightSource& weights_;
   mutable std::map<std::string_view, std::shared_ptr<const TfFunctionDecoder>> decoded_;
+  mutable std::set<const Value*> reserved_lists_;
 };
 
 class TfNodeDecoder final : public NodeDecoder {

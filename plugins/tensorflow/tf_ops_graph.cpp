@@ -1,4 +1,7 @@
 // Variables, function calls and functional control flow, and the helpers every op file uses.
+#include <map>
+#include <set>
+
 #include "estuary/frontend/graph_translator.h"
 #include "estuary/frontend/translation_helpers.h"
 #include "tf_decoder.h"
@@ -67,14 +70,272 @@ Results functionalIf(NodeContext& node) {
                                    *node.attr<AttrValue::GraphRef>("else_branch"), arguments, node.name());
 }
 
+// A function body with some loop variables taken out: the inputs not listed in `kept`, the
+// nodes listed in `dropped`, and `outputs` in place of the body's.
+class ProjectedBody final : public GraphDecoder {
+ public:
+  ProjectedBody(const GraphDecoder& body, std::vector<size_t> kept, std::set<size_t> dropped,
+                std::vector<std::string> outputs)
+      : body_(body), kept_(std::move(kept)), outputs_(std::move(outputs)) {
+    for (size_t i = 0; i < body.numNodes(); ++i) {
+      if (!dropped.count(i)) nodes_.push_back(i);
+    }
+  }
+  std::string name() const override { return body_.name(); }
+  size_t numInputs() const override { return kept_.size(); }
+  std::string_view inputName(size_t i) const override { return body_.inputName(kept_[i]); }
+  TensorType inputType(size_t i, SymbolTable& symbols) const override { return body_.inputType(kept_[i], symbols); }
+  size_t numNodes() const override { return nodes_.size(); }
+  const NodeDecoder& node(size_t i) const override { return body_.node(nodes_[i]); }
+  size_t numOutputs() const override { return outputs_.size(); }
+  std::string_view outputName(size_t i) const override { return outputs_[i]; }
+
+ private:
+  const GraphDecoder& body_;
+  std::vector<size_t> kept_;
+  std::vector<size_t> nodes_;
+  std::vector<std::string> outputs_;
+};
+
+// Whether any node of `graph` reads `name`.
+bool reads(const GraphDecoder& graph, std::string_view name) {
+  for (size_t i = 0; i < graph.numNodes(); ++i) {
+    const NodeDecoder& node = graph.node(i);
+    for (size_t k = 0; k < node.numInputs(); ++k) {
+      if (node.inputName(k) == name) return true;
+    }
+  }
+  return false;
+}
+
+// What a loop variable's body output is made from, through Identities: the node, or
+// nullptr when it is an argument of the body (then `returned` is its name).
+const NodeDecoder* maker(const GraphDecoder& graph, const std::map<std::string_view, size_t>& producers,
+                         std::string_view& returned) {
+  for (auto found = producers.find(returned); found != producers.end(); found = producers.find(returned)) {
+    const NodeDecoder& node = graph.node(found->second);
+    if (node.opType() != "Identity" || node.numInputs() != 1) return &node;
+    returned = node.inputName(0);
+  }
+  return nullptr;
+}
+
+std::map<std::string_view, size_t> producersOf(const GraphDecoder& graph) {
+  std::map<std::string_view, size_t> producers;
+  for (size_t i = 0; i < graph.numNodes(); ++i) {
+    for (size_t k = 0; k < graph.node(i).numOutputs(); ++k) producers.emplace(graph.node(i).outputName(k), i);
+  }
+  return producers;
+}
+
+// The iteration bound of a TF 2 while loop: while_v2 makes its first two loop variables the
+// iteration counter and maximum_iterations, which the body passes through unchanged (-1:
+// no bound). nullptr when the loop has none.
+Value* tripCount(NodeContext& node, const GraphDecoder& body, const std::map<std::string_view, size_t>& producers,
+                 const std::vector<Value*>& initial) {
+  if (initial.size() < 2 || body.numInputs() < 2 || body.numOutputs() < 2) return nullptr;
+  std::string_view returned = body.outputName(1);
+  if (maker(body, producers, returned) || returned != body.inputName(1)) return nullptr;
+  std::optional<std::vector<int64_t>> known = foldedInts(node, initial[1]);
+  if (known && !known->empty() && known->front() < 0) return nullptr;
+  return node.emitValue("Reshape", {asInt64(node, initial[1]), node.constantInts({})});
+}
+
+// Whether a loop's condition only says "fewer iterations than the trip count": it is a
+// conjunction of `counter < bound`, each counter a loop variable that starts at 0 and the
+// body increments by 1, each bound a loop variable the body passes through that starts as
+// the trip count. Keras' recurrent layers loop that way; knowing it, the loop's scan
+// outputs are as long as the trip count.
+bool conditionIsTripCount(NodeContext& node, const GraphDecoder& condition, const GraphDecoder& body,
+                          const std::map<std::string_view, size_t>& producers, const std::vector<Value*>& initial,
+                          Value* maximum) {
+  auto variable = [&](std::string_view name) -> std::optional<size_t> {
+    for (size_t k = 0; k < condition.numInputs() && k < initial.size(); ++k) {
+      if (condition.inputName(k) == name) return k;
+    }
+    return std::nullopt;
+  };
+  auto is_one = [](const NodeDecoder* constant) {
+    if (!constant || constant->opType() != "Const") return false;
+    std::optional<AttrValue> value = constant->attribute("value");
+    const Tensor* tensor = value ? std::get_if<Tensor>(&value->data) : nullptr;
+    if (!tensor || tensor->numElements() != 1) return false;
+    if (tensor->dtype() == DType::I32) return tensor->data<int32_t>()[0] == 1;
+    return tensor->dtype() == DType::I64 && tensor->data<int64_t>()[0] == 1;
+  };
+  auto counts = [&](size_t k) {
+    std::optional<std::vector<int64_t>> start = foldedInts(node, initial[k]);
+    if (!start || *start != std::vector<int64_t>{0} || k >= body.numOutputs()) return false;
+    std::string_view returned = body.outputName(k);
+    const NodeDecoder* add = maker(body, producers, returned);
+    if (!add || (add->opType() != "AddV2" && add->opType() != "Add") || add->numInputs() != 2) return false;
+    for (size_t side = 0; side < 2; ++side) {
+      std::string_view other = add->inputName(1 - side);
+      auto constant = producers.find(other);
+      if (add->inputName(side) == body.inputName(k) && constant != producers.end() &&
+          is_one(&body.node(constant->second))) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto bounds = [&](size_t k) {
+    if (k >= body.numOutputs()) return false;
+    std::string_view returned = body.outputName(k);
+    if (maker(body, producers, returned) || returned != body.inputName(k)) return false;
+    if (initial[k] == maximum) return true;
+    std::optional<std::vector<int64_t>> a = foldedInts(node, initial[k]), b = foldedInts(node, maximum);
+    return a && b && *a == *b;
+  };
+  const std::map<std::string_view, size_t> condition_producers = producersOf(condition);
+  std::vector<std::string_view> pending = {condition.outputName(0)};
+  size_t comparisons = 0;
+  while (!pending.empty()) {
+    std::string_view name = pending.back();
+    pending.pop_back();
+    const NodeDecoder* test = maker(condition, condition_producers, name);
+    if (!test) return false;
+    if (test->opType() == "LogicalAnd" && test->numInputs() == 2) {
+      pending.push_back(test->inputName(0));
+      pending.push_back(test->inputName(1));
+      continue;
+    }
+    if (test->opType() != "Less" || test->numInputs() != 2) return false;
+    std::optional<size_t> counter = variable(test->inputName(0)), bound = variable(test->inputName(1));
+    if (!counter || !bound || !counts(*counter) || !bounds(*bound)) return false;
+    ++comparisons;
+  }
+  return comparisons > 0;
+}
+
+// While (and StatelessWhile) over function bodies. A loop variable that is a reserved
+// TensorList the body fills with TensorListSetItem, one element per iteration, becomes a
+// scan output of the Loop: the elements stacked, without a loop variable that grows.
 Results functionalWhile(NodeContext& node) {
-  return node.translator().buildWhile(*node.attr<AttrValue::GraphRef>("cond"), *node.attr<AttrValue::GraphRef>("body"),
-                                      node.inputs(), node.name());
+  const auto& model = static_cast<const TfNodeDecoder&>(node.decoder()).model();
+  const GraphDecoder& condition = *node.attr<AttrValue::GraphRef>("cond");
+  const GraphDecoder& body = *node.attr<AttrValue::GraphRef>("body");
+  std::vector<Value*> initial;
+  for (size_t i = 0; i < node.numInputs(); ++i) initial.push_back(node.requiredInput(i));
+  // Which node makes each value of the body.
+  const std::map<std::string_view, size_t> producers = producersOf(body);
+  std::vector<size_t> lists, kept;
+  std::set<size_t> dropped;
+  std::vector<std::string> items;
+  for (size_t k = 0; k < initial.size(); ++k) {
+    bool scanned = model.isReservedList(initial[k]) && k < body.numInputs() && k < body.numOutputs() &&
+                   !(k < condition.numInputs() && reads(condition, condition.inputName(k)));
+    // The body returns the list through Identities of TensorListSetItem(list, index, item),
+    // the list's one reader.
+    std::set<size_t> chain;
+    std::optional<size_t> setter;
+    std::string_view returned = scanned ? body.outputName(k) : std::string_view();
+    while (scanned) {
+      auto found = producers.find(returned);
+      if (found == producers.end()) break;
+      const NodeDecoder& maker = body.node(found->second);
+      if (maker.opType() == "Identity" && maker.numInputs() == 1) {
+        chain.insert(found->second);
+        returned = maker.inputName(0);
+        continue;
+      }
+      if (maker.opType() == "TensorListSetItem" && maker.numInputs() == 3 && maker.inputName(0) == body.inputName(k)) {
+        setter = found->second;
+      }
+      break;
+    }
+    size_t readers = 0;
+    for (size_t i = 0; setter && i < body.numNodes(); ++i) {
+      for (size_t input = 0; input < body.node(i).numInputs(); ++input) {
+        readers += body.node(i).inputName(input) == body.inputName(k);
+      }
+    }
+    if (setter && readers == 1) {
+      lists.push_back(k);
+      dropped.insert(*setter);
+      dropped.insert(chain.begin(), chain.end());
+      items.emplace_back(body.node(*setter).inputName(2));
+    } else {
+      kept.push_back(k);
+    }
+  }
+  if (lists.empty()) return node.translator().buildWhile(&condition, body, initial, node.name());
+  std::vector<std::string> outputs;
+  std::vector<Value*> kept_initial;
+  for (size_t k : kept) {
+    outputs.emplace_back(body.outputName(k));
+    kept_initial.push_back(initial[k]);
+  }
+  outputs.insert(outputs.end(), items.begin(), items.end());
+  ProjectedBody projected_body(body, kept, dropped, outputs);
+  std::vector<std::string> condition_outputs;
+  for (size_t i = 0; i < condition.numOutputs(); ++i) condition_outputs.emplace_back(condition.outputName(i));
+  ProjectedBody projected_condition(condition, kept, {}, condition_outputs);
+  Value* trip_count = tripCount(node, body, producers, initial);
+  const bool counted = trip_count && conditionIsTripCount(node, condition, body, producers, initial, initial[1]);
+  Results loop = node.translator().buildWhile(counted ? nullptr : &projected_condition, projected_body, kept_initial,
+                                              node.name(), lists.size(), trip_count);
+  Results results(initial.size());
+  for (size_t i = 0; i < kept.size(); ++i) results[kept[i]] = loop[i];
+  for (size_t i = 0; i < lists.size(); ++i) results[lists[i]] = loop[kept.size() + i];
+  return results;
+}
+
+// TensorLists (TensorArrays in TF 2 graphs: the sequences Keras' recurrent layers read and
+// write inside a While) are dense tensors whose first dim counts the elements. A list made
+// from a tensor is that tensor; a reserved list starts empty and grows as its elements are
+// set, in order, as while loops set them. Its element shape is taken from the elements.
+Results tensorListFromTensor(NodeContext& node) { return {node.emitValue("Identity", {node.requiredInput(0)})}; }
+
+Results tensorListReserve(NodeContext& node) {
+  Value* list = node.constant(Tensor::allocate(node.attr<DType>("element_dtype"), {0}));
+  static_cast<const TfNodeDecoder&>(node.decoder()).model().noteReservedList(list);
+  return {list};
+}
+
+Results tensorListGetItem(NodeContext& node) {
+  Value* index = node.emitValue("Reshape", {asInt64(node, node.requiredInput(1)), node.constantInts({})});
+  return {node.emitValue("Gather", {node.requiredInput(0), index}, {{"axis", int64_t{0}}})};
+}
+
+// Sets the next element: the list, seen as [length, element...] (the empty list as
+// [0, element...]), with the element appended. TensorFlow's loops set element i at
+// iteration i, so the element set is the next one.
+Results tensorListSetItem(NodeContext& node) {
+  Value* item = node.requiredInput(2);
+  Value* element_shape = node.emitValue("Shape", {item});
+  Value* list_shape = node.emitValue("Concat", {node.constantInts({-1}), element_shape}, {{"axis", int64_t{0}}});
+  Value* list = node.emitValue("Reshape", {node.requiredInput(0), list_shape});
+  Value* element = node.emitValue("Unsqueeze", {item, node.constantInts({0})});
+  return {node.emitValue("Concat", {list, element}, {{"axis", int64_t{0}}})};
+}
+
+// The list as a tensor. Its rank is lost through the loop that filled it (it grows from
+// empty), so the element shape restores it: a Reshape to [-1, element shape], a dim the
+// element shape leaves unknown (-1) copied from the list (ONNX's 0).
+Results tensorListStack(NodeContext& node) {
+  Value* list = node.requiredInput(0);
+  std::optional<std::vector<int64_t>> element_shape = foldedInts(node, node.requiredInput(1));
+  if (!element_shape || (element_shape->size() == 1 && element_shape->front() == -1 &&
+                         node.requiredInput(1)->shape().rank() == 0)) {
+    return {node.emitValue("Identity", {list})};  // an unknown element shape
+  }
+  std::vector<int64_t> shape = {-1};
+  for (int64_t dim : *element_shape) shape.push_back(dim < 0 ? 0 : dim);
+  return {node.emitValue("Reshape", {list, node.constantInts(shape)})};
+}
+
+Results tensorListLength(NodeContext& node) {
+  Value* length = node.emitValue("Shape", {node.requiredInput(0)}, {{"start", int64_t{0}}, {"end", int64_t{1}}});
+  return {node.cast(node.emitValue("Reshape", {length, node.constantInts({})}), DType::I32)};
 }
 
 }  // namespace
 
 void addGraphTranslators(TranslatorTable& table) {
+  table.add("TensorListFromTensor", tensorListFromTensor).add("TensorListReserve", tensorListReserve)
+      .add("TensorListGetItem", tensorListGetItem).add("TensorListSetItem", tensorListSetItem)
+      .add("TensorListStack", tensorListStack).add("TensorListLength", tensorListLength);
   table.add("VarHandleOp", varHandle).add("ReadVariableOp", readVariable).add("NoOp", noOp)
       .add("StatefulPartitionedCall", call).add("PartitionedCall", call)
       .add("If", functionalIf).add("StatelessIf", functionalIf)

@@ -37,6 +37,11 @@ Results squaredDifference(NodeContext& node) {
   return {node.emitValue("Mul", {difference, difference})};
 }
 
+Results erfc(NodeContext& node) {
+  Value* x = node.requiredInput(0);
+  return {node.emitValue("Sub", {node.scalar(x->dtype(), 1), node.emitValue("Erf", {x})})};
+}
+
 Results log1p(NodeContext& node) {
   Value* x = node.requiredInput(0);
   return {node.emitValue("Log", {node.emitValue("Add", {x, node.scalar(x->dtype(), 1)})})};
@@ -184,7 +189,7 @@ void addMathTranslators(TranslatorTable& table) {
       .add("Log", same<kLog>).add("Log1p", log1p).add("Sqrt", same<kSqrt>).add("Rsqrt", rsqrt)
       .add("Square", square).add("Neg", same<kNeg>).add("Abs", same<kAbs>).add("Sign", same<kSign>)
       .add("Floor", same<kFloor>).add("Ceil", same<kCeil>).add("Round", same<kRound>).add("Rint", same<kRound>)
-      .add("Erf", same<kErf>).add("Sin", same<kSin>).add("Cos", same<kCos>).add("Tan", same<kTan>)
+      .add("Erf", same<kErf>).add("Erfc", erfc).add("Sin", same<kSin>).add("Cos", same<kCos>).add("Tan", same<kTan>)
       .add("Reciprocal", same<kReciprocal>).add("Inv", same<kReciprocal>).add("Softplus", same<kSoftplus>)
       .add("Softsign", same<kSoftsign>).add("IsNan", same<kIsNaN>).add("IsInf", same<kIsInf>)
       .add("Equal", same<kEqual>).add("NotEqual", notEqual).add("Less", same<kLess>)

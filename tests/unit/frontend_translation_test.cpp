@@ -43,7 +43,7 @@ const TranslatorTable& table() {
                                        *node.attr<AttrValue::GraphRef>("else"), arguments, node.name());
     });
     t->add("While", [](NodeContext& node) {
-      return node.translator().buildWhile(*node.attr<AttrValue::GraphRef>("cond"),
+      return node.translator().buildWhile(node.attr<AttrValue::GraphRef>("cond").get(),
                                           *node.attr<AttrValue::GraphRef>("body"), node.inputs(), node.name());
     });
     return t;

@@ -439,11 +439,13 @@ std::vector<Value*> GraphTranslator::buildIf(Value* condition, const GraphDecode
   return node->outputs();
 }
 
-std::vector<Value*> GraphTranslator::buildWhile(const GraphDecoder& condition, const GraphDecoder& body,
-                                                const std::vector<Value*>& initial, std::string_view name) {
+std::vector<Value*> GraphTranslator::buildWhile(const GraphDecoder* condition, const GraphDecoder& body,
+                                                const std::vector<Value*>& initial, std::string_view name,
+                                                size_t scan_outputs, Value* trip_count) {
   const std::string node_name = scoped(name);
-  Value* first = inlineGraph(condition, initial, node_name + "/cond").at(0);
-  first = asCondition(*this, first, node_name);
+  if (!condition && !trip_count) raise(session_.model(), ": '", node_name, "': a loop needs a condition or a trip count");
+  Value* first = nullptr;
+  if (condition) first = asCondition(*this, inlineGraph(*condition, initial, node_name + "/cond").at(0), node_name);
   // The loop variables take the initial values' types. Where the body changes a dim (a
   // growing sequence), that dim is unknown and the body is translated again.
   std::vector<TensorType> types;
@@ -459,15 +461,28 @@ std::vector<Value*> GraphTranslator::buildWhile(const GraphDecoder& condition, c
       carried.push_back(loop_body->addInput(node_name + "/" + input_name, types[i]));
     }
     std::vector<Value*> results = translateFunctionBody(*loop_body, body, carried);
-    if (results.size() != initial.size()) {
+    if (results.size() != initial.size() + scan_outputs) {
       raise(session_.model(), ": '", node_name, "': the loop body returns ", results.size(), " values for ",
-            initial.size(), " loop variables");
+            initial.size(), " loop variables and ", scan_outputs, " scan outputs");
     }
+    std::vector<Value*> scanned(results.begin() + static_cast<std::ptrdiff_t>(initial.size()), results.end());
+    results.resize(initial.size());
     GraphTranslator inside(session_, *loop_body, nullptr, scope_, inline_depth_ + 1);
     inside.in_subgraph_ = true;
-    Value* next = asCondition(inside, inside.inlineGraph(condition, results, node_name + "/cond").at(0), node_name);
+    Value* next = nullptr;
+    if (condition) {
+      next = asCondition(inside, inside.inlineGraph(*condition, results, node_name + "/cond").at(0), node_name);
+    } else {
+      // The iterations the trip count says: nothing ends the loop early.
+      Node* before = loop_body->lastNode();
+      Node* always = loop_body->createNode("Constant", {});
+      always->setAttr("value", Tensor::scalar<uint8_t>(DType::Bool, 1));
+      inside.inferAfter(before);
+      next = always->output();
+    }
     loop_body->addOutput(next);
     for (Value* result : results) loop_body->addOutput(result);
+    for (Value* value : scanned) loop_body->addOutput(value);
 
     bool stable = true;
     for (size_t i = 0; i < types.size(); ++i) {
@@ -492,10 +507,10 @@ std::vector<Value*> GraphTranslator::buildWhile(const GraphDecoder& condition, c
       forgetValues(*loop_body, session_.knownValues());
       continue;
     }
-    std::vector<Value*> inputs = {nullptr, first};
+    std::vector<Value*> inputs = {trip_count, first};
     inputs.insert(inputs.end(), initial.begin(), initial.end());
     Node* before = graph_.lastNode();
-    Node* node = graph_.createNode("Loop", inputs, initial.size());
+    Node* node = graph_.createNode("Loop", inputs, initial.size() + scan_outputs);
     node->setName(node_name);
     node->setAttr("body", loop_body);
     inferAfter(before);

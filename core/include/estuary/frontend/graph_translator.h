@@ -121,8 +121,15 @@ class GraphTranslator {
   // variables (TensorFlow's While): the condition is evaluated on `initial` before the first
   // iteration and on the body's results after each. Returns the final loop variables. Loop
   // variables whose dims change from one iteration to the next get unknown dims.
-  std::vector<Value*> buildWhile(const GraphDecoder& condition, const GraphDecoder& body,
-                                 const std::vector<Value*>& initial, std::string_view name);
+  // `scan_outputs` more results of the body (after the loop variables) are values each
+  // iteration adds to a sequence, returned stacked along a new first dim after the final
+  // loop variables (ONNX's scan outputs: a TensorArray filled one element per iteration).
+  // `trip_count`, when given, bounds the iterations (ONNX's M); without a condition
+  // (nullptr) the loop runs exactly that many, so its scan outputs are as long as it says,
+  // which a backend planning static shapes needs.
+  std::vector<Value*> buildWhile(const GraphDecoder* condition, const GraphDecoder& body,
+                                 const std::vector<Value*>& initial, std::string_view name,
+                                 size_t scan_outputs = 0, Value* trip_count = nullptr);
 
   // Infers the types of the nodes made after `before` (nullptr: all). Errors name the
   // model; in a subgraph they wait until the enclosing If or Loop is inferred, which knows
