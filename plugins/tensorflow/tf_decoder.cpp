@@ -6,6 +6,7 @@
 
 #include "estuary/frontend/frontend.h"
 #include "estuary/support/error.h"
+#include "tf_control_flow.h"
 #include "tf_op_outputs.h"
 #include "tf_tensor.h"
 
@@ -81,6 +82,8 @@ std::shared_ptr<const TfFunctionDecoder> TfModelContext::function(std::string_vi
 }
 
 // --- Nodes -----------------------------------------------------------------------------------
+
+const TfModelContext& modelOf(const NodeDecoder& node) { return static_cast<const TfNode&>(node).model(); }
 
 TfNodeDecoder::TfNodeDecoder(const TfModelContext& model, const NodeDef& node, std::vector<std::string> input_names,
                              std::vector<std::string> controls, std::vector<std::string> outputs)
@@ -191,26 +194,7 @@ TfGraphDecoder::TfGraphDecoder(const TfModelContext& model, const GraphDef& grap
       raise(model_.model(), ": the graph has two nodes named '", node.name, "'");
     }
   }
-  auto consumed = [&] {
-    std::unordered_set<std::string> read;
-    for (const NodeDef& node : graph.node) {
-      for (std::string_view input : node.input) {
-        if (!input.empty() && input.front() != '^') read.insert(valueName(input));
-      }
-    }
-    return read;
-  };
-  if (outputs.empty()) {
-    // Every data output no node reads: the graph's results. Consts and Placeholders nobody
-    // reads are leftovers, not results.
-    std::unordered_set<std::string> read = consumed();
-    for (const NodeDef& node : graph.node) {
-      static const std::unordered_set<std::string_view> kNotResults = {
-          "Const", "Placeholder", "NoOp", "Assert", "SaveV2", "RestoreV2", "AssignVariableOp", "VarHandleOp"};
-      if (kNotResults.count(node.op) || read.count(std::string(node.name) + ":0")) continue;
-      outputs.push_back(std::string(node.name) + ":0");
-    }
-  }
+  if (outputs.empty()) raise(model_.model(), ": graph '", name_, "' has no outputs");
   for (std::string& output : outputs) {
     output = valueName(output);
     if (!by_name.count(nodeOf(output))) {
@@ -281,6 +265,18 @@ TfGraphDecoder::TfGraphDecoder(const TfModelContext& model, const GraphDef& grap
   for (const std::string& output : outputs) {
     auto aliased = alias.find(output);
     outputs_.push_back(aliased == alias.end() ? output : aliased->second);
+  }
+  bool control_flow = false;
+  for (const TfNodeDecoder& node : nodes_) {
+    top_.push_back(&node);
+    control_flow = control_flow || isControlFlowPrimitive(node.opType());
+  }
+  if (control_flow) {
+    auto find = [&by_name](std::string_view node) -> const NodeDef* {
+      auto found = by_name.find(node);
+      return found == by_name.end() ? nullptr : found->second;
+    };
+    top_ = rebuildControlFlow(model_, name_, std::move(top_), find, made_);
   }
 }
 

@@ -56,15 +56,27 @@ class TfModelContext {
   mutable std::set<const Value*> reserved_lists_;
 };
 
-class TfNodeDecoder final : public NodeDecoder {
+// A node of a TensorFlow graph: one of its NodeDefs, or a node Estuary made from several (a
+// TF 1 while loop rebuilt as a While, tf_control_flow.h).
+class TfNode : public NodeDecoder {
+ public:
+  virtual const TfModelContext& model() const = 0;
+  // The NodeDef, or nullptr for a made node.
+  virtual const NodeDef* def() const = 0;
+};
+
+// The TfModelContext of the node a translator translates.
+const TfModelContext& modelOf(const NodeDecoder& node);
+
+class TfNodeDecoder final : public TfNode {
  public:
   // `input_names` are the node's data inputs and `controls` its control inputs, both as
   // value names; `outputs` has a name for each output something reads ("" for the rest).
   TfNodeDecoder(const TfModelContext& model, const NodeDef& node, std::vector<std::string> input_names,
                 std::vector<std::string> controls, std::vector<std::string> outputs);
 
-  const NodeDef& proto() const { return node_; }
-  const TfModelContext& model() const { return model_; }
+  const TfModelContext& model() const override { return model_; }
+  const NodeDef* def() const override { return &node_; }
 
   std::string_view opType() const override { return node_.op; }
   std::string_view name() const override { return node_.name; }
@@ -89,9 +101,9 @@ class TfNodeDecoder final : public NodeDecoder {
 };
 
 // A GraphDef as a graph: its Placeholders are the inputs, the nodes the outputs need are its
-// nodes (a SavedModel's graph holds its saver and every signature's calls too), and
-// `outputs` ("node:0", or "node" for "node:0") are its outputs; without outputs, every data
-// output no node reads. `inputs` pairs a Placeholder's value ("x:0") with the name the
+// nodes (a SavedModel's graph holds its saver and every signature's calls too; TF 1 control
+// flow among them rebuilt as If and While nodes), and
+// `outputs` ("node:0", or "node" for "node:0") are its outputs. `inputs` pairs a Placeholder's value ("x:0") with the name the
 // graph input takes ("x"); without inputs, every Placeholder the outputs need, named after
 // its node, in the file's order.
 class TfGraphDecoder final : public GraphDecoder {
@@ -105,8 +117,8 @@ class TfGraphDecoder final : public GraphDecoder {
   size_t numInputs() const override { return inputs_.size(); }
   std::string_view inputName(size_t i) const override { return inputs_[i].second; }
   TensorType inputType(size_t i, SymbolTable& symbols) const override;
-  size_t numNodes() const override { return nodes_.size(); }
-  const NodeDecoder& node(size_t i) const override { return nodes_[i]; }
+  size_t numNodes() const override { return top_.size(); }
+  const NodeDecoder& node(size_t i) const override { return *top_[i]; }
   size_t numOutputs() const override { return outputs_.size(); }
   std::string_view outputName(size_t i) const override { return outputs_[i]; }
   TensorType outputType(size_t i, SymbolTable& symbols) const override { return {}; }
@@ -119,6 +131,8 @@ class TfGraphDecoder final : public GraphDecoder {
   std::string name_;
   std::vector<std::pair<const NodeDef*, std::string>> inputs_;  // Placeholder, its value name
   std::vector<TfNodeDecoder> nodes_;
+  std::vector<std::unique_ptr<TfNode>> made_;  // the rebuilt control flow's nodes
+  std::vector<const TfNode*> top_;             // what the graph holds: nodes_ and made_
   std::vector<std::string> outputs_;
 };
 

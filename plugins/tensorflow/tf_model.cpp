@@ -304,20 +304,22 @@ std::vector<std::pair<std::string, std::string>> TfModel::inputs() const {
 
 namespace {
 
-// Every data output of a frozen graph that no node reads: its results.
+// The results of a frozen graph: the first output of each node no input names, by data or
+// by control (a node only a control edge reads, such as the pivot of a lowered loop, is
+// not a result either).
 std::vector<std::string> sinkOutputs(const GraphDef& graph) {
   static const std::unordered_set<std::string_view> kNotResults = {
       "Const", "Placeholder", "NoOp", "Assert", "SaveV2", "RestoreV2", "AssignVariableOp", "VarHandleOp"};
-  std::unordered_set<std::string> read;
+  std::unordered_set<std::string_view> read;
   for (const NodeDef& node : graph.node) {
     for (std::string_view input : node.input) {
-      if (!input.empty() && input.front() != '^') read.insert(valueName(input));
+      if (!input.empty() && input.front() == '^') input.remove_prefix(1);
+      read.insert(input.substr(0, input.find(':')));
     }
   }
   std::vector<std::string> outputs;
   for (const NodeDef& node : graph.node) {
-    std::string first = std::string(node.name) + ":0";
-    if (!kNotResults.count(node.op) && !read.count(first)) outputs.push_back(first);
+    if (!kNotResults.count(node.op) && !read.count(node.name)) outputs.push_back(std::string(node.name) + ":0");
   }
   return outputs;
 }
@@ -345,7 +347,12 @@ std::vector<std::string> TfModel::outputs(const FrontendOptions& options) const 
     for (const auto& [key, info] : signature_->outputs) outputs.emplace_back(info.name);
     return outputs;
   }
-  return sinkOutputs(frozen_);
+  outputs = sinkOutputs(frozen_);
+  if (outputs.empty()) {
+    raise(name_, ": every node of the graph feeds another, so none is its output (a cycle?); name the outputs "
+          "with --out-nodes");
+  }
+  return outputs;
 }
 
 std::vector<std::string> TfModel::outputNames(const FrontendOptions& options) const {
@@ -399,15 +406,16 @@ std::string typeText(const TensorInfo& info) {
   return text + "]";
 }
 
-// Elements and bytes of the Const nodes of a graph and the functions it calls.
-void countConstants(const GraphDecoder& graph, ModelInfo& info, std::unordered_set<const GraphDecoder*>& seen) {
+// Elements and bytes of the Const nodes of a graph, its subgraphs and the functions it calls,
+// each NodeDef once (a rebuilt TF 1 loop's body may hold a Const the graph holds too).
+void countConstants(const GraphDecoder& graph, ModelInfo& info, std::unordered_set<const void*>& seen) {
   if (!seen.insert(&graph).second) return;
   for (size_t i = 0; i < graph.numNodes(); ++i) {
-    const NodeDecoder& node = graph.node(i);
+    const auto& node = static_cast<const TfNode&>(graph.node(i));
     for (const AttrValue::GraphRef& body : node.subgraphs()) countConstants(*body, info, seen);
-    if (node.opType() != "Const") continue;
-    const NodeDef& def = static_cast<const TfNodeDecoder&>(node).proto();
-    const AttrValueProto* value = attrOf(def, "value");
+    const NodeDef* def = node.def();
+    if (node.opType() != "Const" || !def || !seen.insert(def).second) continue;
+    const AttrValueProto* value = attrOf(*def, "value");
     std::optional<DType> dtype = value && value->tensor ? dtypeFromTf(value->tensor->dtype) : std::nullopt;
     if (!dtype || !value->tensor->shape || value->tensor->shape->dims.empty()) continue;
     int64_t elements = 1;
@@ -425,7 +433,7 @@ ModelInfo TfModel::describe() {
   FrontendOptions none;
   TfGraphDecoder decoder(context, graph, signature_ ? signature_->name : stem(name_), inputs(), outputs(none));
   ModelInfo info = describeGraph(decoder, name_);
-  std::unordered_set<const GraphDecoder*> seen;
+  std::unordered_set<const void*> seen;
   countConstants(decoder, info, seen);
   if (meta_graph_) {
     info.format = "TensorFlow SavedModel";
@@ -447,8 +455,8 @@ ModelInfo TfModel::describe() {
     if (bundle_) {
       // The variables the signature reads.
       for (size_t i = 0; i < decoder.numNodes(); ++i) {
-        const NodeDef& node = static_cast<const TfNodeDecoder&>(decoder.node(i)).proto();
-        std::optional<std::string> name = variableName(node);
+        const NodeDef* node = static_cast<const TfNode&>(decoder.node(i)).def();
+        std::optional<std::string> name = node ? variableName(*node) : std::nullopt;
         if (!name) continue;
         auto key = variable_keys_.find(*name);
         std::string_view checkpoint_key = key != variable_keys_.end() ? std::string_view(key->second) : *name;

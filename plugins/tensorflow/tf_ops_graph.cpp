@@ -47,12 +47,12 @@ namespace {
 // A variable's handle is its value here: the graph is translated for inference, the
 // variable read from the SavedModel's bundle.
 Results varHandle(NodeContext& node) {
-  const auto& decoder = static_cast<const TfNodeDecoder&>(node.decoder());
-  if (!decoder.model().variables) {
+  const TfModelContext& model = modelOf(node.decoder());
+  if (!model.variables) {
     node.fail("reads a variable, but the model has no variables (a frozen graph must hold constants)");
   }
   std::string shared_name = node.attr<std::string>("shared_name", std::string(node.name()));
-  return {node.constant(decoder.model().variables(shared_name, std::string(node.name())))};
+  return {node.constant(model.variables(shared_name, std::string(node.name())))};
 }
 
 Results readVariable(NodeContext& node) { return {node.emitValue("Identity", {node.requiredInput(0)})}; }
@@ -128,37 +128,32 @@ std::map<std::string_view, size_t> producersOf(const GraphDecoder& graph) {
   return producers;
 }
 
-// The iteration bound of a TF 2 while loop: while_v2 makes its first two loop variables the
-// iteration counter and maximum_iterations, which the body passes through unchanged (-1:
-// no bound). nullptr when the loop has none.
-Value* tripCount(NodeContext& node, const GraphDecoder& body, const std::map<std::string_view, size_t>& producers,
-                 const std::vector<Value*>& initial) {
-  if (initial.size() < 2 || body.numInputs() < 2 || body.numOutputs() < 2) return nullptr;
-  std::string_view returned = body.outputName(1);
-  if (maker(body, producers, returned) || returned != body.inputName(1)) return nullptr;
-  std::optional<std::vector<int64_t>> known = foldedInts(node, initial[1]);
-  if (known && !known->empty() && known->front() < 0) return nullptr;
-  return node.emitValue("Reshape", {asInt64(node, initial[1]), node.constantInts({})});
+// The value of a Const node of `graph`, or nullptr.
+const Tensor* constantValue(const GraphDecoder& graph, const std::map<std::string_view, size_t>& producers,
+                            std::string_view name, std::optional<AttrValue>& holder) {
+  auto found = producers.find(name);
+  if (found == producers.end() || graph.node(found->second).opType() != "Const") return nullptr;
+  holder = graph.node(found->second).attribute("value");
+  return holder ? std::get_if<Tensor>(&holder->data) : nullptr;
 }
 
-// Whether a loop's condition only says "fewer iterations than the trip count": it is a
-// conjunction of `counter < bound`, each counter a loop variable that starts at 0 and the
-// body increments by 1, each bound a loop variable the body passes through that starts as
-// the trip count. Keras' recurrent layers loop that way; knowing it, the loop's scan
-// outputs are as long as the trip count.
-bool conditionIsTripCount(NodeContext& node, const GraphDecoder& condition, const GraphDecoder& body,
-                          const std::map<std::string_view, size_t>& producers, const std::vector<Value*>& initial,
-                          Value* maximum) {
+// The trip count of a loop whose condition only counts iterations: a conjunction of
+// `counter < bound`, each counter a loop variable that starts at 0 and the body increments
+// by 1, each bound a Const of the condition or a loop variable the body passes on. Keras'
+// recurrent layers and tf.while_loop with maximum_iterations loop that way. The count is the
+// smallest bound; nullptr for any other condition. Knowing it, the loop needs no condition
+// and its scan outputs are as long as the trip count.
+Value* countedTripCount(NodeContext& node, const GraphDecoder& condition, const GraphDecoder& body,
+                        const std::map<std::string_view, size_t>& producers, const std::vector<Value*>& initial) {
   auto variable = [&](std::string_view name) -> std::optional<size_t> {
     for (size_t k = 0; k < condition.numInputs() && k < initial.size(); ++k) {
       if (condition.inputName(k) == name) return k;
     }
     return std::nullopt;
   };
-  auto is_one = [](const NodeDecoder* constant) {
-    if (!constant || constant->opType() != "Const") return false;
-    std::optional<AttrValue> value = constant->attribute("value");
-    const Tensor* tensor = value ? std::get_if<Tensor>(&value->data) : nullptr;
+  auto is_one = [&](std::string_view name) {
+    std::optional<AttrValue> holder;
+    const Tensor* tensor = constantValue(body, producers, name, holder);
     if (!tensor || tensor->numElements() != 1) return false;
     if (tensor->dtype() == DType::I32) return tensor->data<int32_t>()[0] == 1;
     return tensor->dtype() == DType::I64 && tensor->data<int64_t>()[0] == 1;
@@ -169,50 +164,56 @@ bool conditionIsTripCount(NodeContext& node, const GraphDecoder& condition, cons
     std::string_view returned = body.outputName(k);
     const NodeDecoder* add = maker(body, producers, returned);
     if (!add || (add->opType() != "AddV2" && add->opType() != "Add") || add->numInputs() != 2) return false;
-    for (size_t side = 0; side < 2; ++side) {
-      std::string_view other = add->inputName(1 - side);
-      auto constant = producers.find(other);
-      if (add->inputName(side) == body.inputName(k) && constant != producers.end() &&
-          is_one(&body.node(constant->second))) {
-        return true;
-      }
-    }
-    return false;
+    return (add->inputName(0) == body.inputName(k) && is_one(add->inputName(1))) ||
+           (add->inputName(1) == body.inputName(k) && is_one(add->inputName(0)));
   };
-  auto bounds = [&](size_t k) {
+  auto passed_on = [&](size_t k) {
     if (k >= body.numOutputs()) return false;
     std::string_view returned = body.outputName(k);
-    if (maker(body, producers, returned) || returned != body.inputName(k)) return false;
-    if (initial[k] == maximum) return true;
-    std::optional<std::vector<int64_t>> a = foldedInts(node, initial[k]), b = foldedInts(node, maximum);
-    return a && b && *a == *b;
+    return !maker(body, producers, returned) && returned == body.inputName(k);
   };
   const std::map<std::string_view, size_t> condition_producers = producersOf(condition);
+  std::vector<Value*> bounds;
   std::vector<std::string_view> pending = {condition.outputName(0)};
-  size_t comparisons = 0;
   while (!pending.empty()) {
     std::string_view name = pending.back();
     pending.pop_back();
     const NodeDecoder* test = maker(condition, condition_producers, name);
-    if (!test) return false;
+    if (!test) return nullptr;
     if (test->opType() == "LogicalAnd" && test->numInputs() == 2) {
       pending.push_back(test->inputName(0));
       pending.push_back(test->inputName(1));
       continue;
     }
-    if (test->opType() != "Less" || test->numInputs() != 2) return false;
-    std::optional<size_t> counter = variable(test->inputName(0)), bound = variable(test->inputName(1));
-    if (!counter || !bound || !counts(*counter) || !bounds(*bound)) return false;
-    ++comparisons;
+    if (test->opType() != "Less" || test->numInputs() != 2) return nullptr;
+    std::string_view counter_name = test->inputName(0), bound_name = test->inputName(1);
+    maker(condition, condition_producers, counter_name);
+    maker(condition, condition_producers, bound_name);
+    std::optional<size_t> counter = variable(counter_name), bound = variable(bound_name);
+    if (!counter || !counts(*counter)) return nullptr;
+    std::optional<AttrValue> holder;
+    if (bound && passed_on(*bound)) {
+      bounds.push_back(initial[*bound]);
+    } else if (const Tensor* constant = constantValue(condition, condition_producers, bound_name, holder)) {
+      bounds.push_back(node.constant(*constant));
+    } else {
+      return nullptr;
+    }
   }
-  return comparisons > 0;
+  if (bounds.empty()) return nullptr;
+  auto scalar = [&](Value* bound) { return node.emitValue("Reshape", {asInt64(node, bound), node.constantInts({})}); };
+  Value* count = scalar(bounds.front());
+  for (size_t i = 1; i < bounds.size(); ++i) {
+    if (bounds[i] != bounds.front()) count = node.emitValue("Min", {count, scalar(bounds[i])});
+  }
+  return count;
 }
 
 // While (and StatelessWhile) over function bodies. A loop variable that is a reserved
 // TensorList the body fills with TensorListSetItem, one element per iteration, becomes a
 // scan output of the Loop: the elements stacked, without a loop variable that grows.
 Results functionalWhile(NodeContext& node) {
-  const auto& model = static_cast<const TfNodeDecoder&>(node.decoder()).model();
+  const auto& model = modelOf(node.decoder());
   const GraphDecoder& condition = *node.attr<AttrValue::GraphRef>("cond");
   const GraphDecoder& body = *node.attr<AttrValue::GraphRef>("body");
   std::vector<Value*> initial;
@@ -259,7 +260,10 @@ Results functionalWhile(NodeContext& node) {
       kept.push_back(k);
     }
   }
-  if (lists.empty()) return node.translator().buildWhile(&condition, body, initial, node.name());
+  Value* trip_count = countedTripCount(node, condition, body, producers, initial);
+  if (lists.empty()) {
+    return node.translator().buildWhile(trip_count ? nullptr : &condition, body, initial, node.name(), 0, trip_count);
+  }
   std::vector<std::string> outputs;
   std::vector<Value*> kept_initial;
   for (size_t k : kept) {
@@ -271,10 +275,8 @@ Results functionalWhile(NodeContext& node) {
   std::vector<std::string> condition_outputs;
   for (size_t i = 0; i < condition.numOutputs(); ++i) condition_outputs.emplace_back(condition.outputName(i));
   ProjectedBody projected_condition(condition, kept, {}, condition_outputs);
-  Value* trip_count = tripCount(node, body, producers, initial);
-  const bool counted = trip_count && conditionIsTripCount(node, condition, body, producers, initial, initial[1]);
-  Results loop = node.translator().buildWhile(counted ? nullptr : &projected_condition, projected_body, kept_initial,
-                                              node.name(), lists.size(), trip_count);
+  Results loop = node.translator().buildWhile(trip_count ? nullptr : &projected_condition, projected_body,
+                                              kept_initial, node.name(), lists.size(), trip_count);
   Results results(initial.size());
   for (size_t i = 0; i < kept.size(); ++i) results[kept[i]] = loop[i];
   for (size_t i = 0; i < lists.size(); ++i) results[lists[i]] = loop[kept.size() + i];
@@ -289,7 +291,7 @@ Results tensorListFromTensor(NodeContext& node) { return {node.emitValue("Identi
 
 Results tensorListReserve(NodeContext& node) {
   Value* list = node.constant(Tensor::allocate(node.attr<DType>("element_dtype"), {0}));
-  static_cast<const TfNodeDecoder&>(node.decoder()).model().noteReservedList(list);
+  modelOf(node.decoder()).noteReservedList(list);
   return {list};
 }
 

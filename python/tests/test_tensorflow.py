@@ -12,14 +12,23 @@ import pytest
 import environments
 import estuary
 
-MODELS = ["mlp", "resnet50", "mobilenet_v2", "efficientnet_b0"]
+MODELS = ["mlp", "resnet50", "mobilenet_v2", "efficientnet_b0", "encoder", "recurrent", "control_flow"]
+# Frozen with lower_control_flow=False too: their While and If stay functional.
+WITH_CONTROL_FLOW = ["recurrent", "control_flow"]
+CASES = ([(name, "saved_model") for name in MODELS] + [(name, "frozen") for name in MODELS + ["tf1_graph"]] +
+         [(name, "functional") for name in WITH_CONTROL_FLOW])
 RTOL, ATOL = 1e-4, 1e-5
 
 
 @pytest.fixture(scope="module")
 def saved():
     script = environments.ROOT / "python" / "tests" / "tensorflow_models.py"
-    return environments.made("tensorflow", script, *MODELS)
+    return environments.made("tensorflow", script, *MODELS, "tf1_graph", "bad_graphs")
+
+
+def path_of(saved, name, form):
+    return {"saved_model": saved / name, "frozen": saved / f"{name}.pb",
+            "functional": saved / f"{name}_functional.pb"}[form]
 
 
 def assert_close(actual, expected):
@@ -27,16 +36,24 @@ def assert_close(actual, expected):
     np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL * scale)
 
 
-@pytest.mark.parametrize("form", ["saved_model", "frozen"])
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name,form", CASES)
 def test_model_matches_tensorflow(saved, name, form):
-    path = saved / name if form == "saved_model" else saved / f"{name}.pb"
-    model = estuary.Model(str(path))
+    model = estuary.Model(str(path_of(saved, name, form)))
     assert isinstance(model.inputs[0]["shape"][0], str), "the batch stays symbolic"
     with np.load(saved / f"{name}.npz") as arrays:
         for batch in (1, 3):
             (y,) = model.run([arrays[f"x_b{batch}"]])
             assert_close(y, arrays[f"y_b{batch}"])
+
+
+@pytest.mark.parametrize("name", ["tf1_graph", "control_flow", "recurrent"])
+def test_tf1_control_flow_becomes_if_and_loop(saved, name):
+    # The frozen graphs hold TF 1's Switch/Merge/Enter/Exit/NextIteration/LoopCond (the
+    # models' script checks that it wrote them); the IR holds If and Loop instead.
+    ops = estuary.Graph.import_model(str(saved / f"{name}.pb")).op_counts()
+    assert ops.get("Loop", 0) >= 1
+    assert name == "recurrent" or ops.get("If", 0) >= 1
+    assert not {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"} & set(ops)
 
 
 def test_saved_model_written_by_tf_saved_model_save(saved):
@@ -108,3 +125,26 @@ def test_bad_input_is_named(saved, tmp_path):
     index.write_bytes(bytes(data))
     with pytest.raises(estuary.EstuaryError, match=r"variables\.index: at byte \d+: a block's checksum"):
         estuary.Model(str(index.parent.parent))
+
+
+def convert_fails(path, *options):
+    result = subprocess.run([os.environ["ESTUARY_CLI"], "convert", str(path), "--output", os.devnull, *options],
+                            capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    return result.stderr
+
+
+def test_broken_graphs_are_named(saved):
+    assert "every node of the graph feeds another, so none is its output (a cycle?)" in convert_fails(
+        saved / "cycle.pb")
+    assert "has a cycle: 2 nodes cannot be put in an order where every input is defined before its use, among " \
+           "them node 'added' (AddV2), node 'doubled' (Mul)" in convert_fails(saved / "cycle.pb", "--out-nodes",
+                                                                              "doubled")
+    assert "a node reads 'nowhere', which no node of the graph is (a dangling input)" in convert_fails(
+        saved / "dangling.pb")
+    # Every op without a translation at once, with its nodes.
+    unsupported = convert_fails(saved / "unsupported.pb")
+    assert "2 ops have no translation (2 nodes):" in unsupported
+    assert "Digamma: 'digamma'" in unsupported and "Lgamma: 'lgamma'" in unsupported
+    assert "node 'loop/Merge_1' (Merge) merges a value entering the while loop 'loop/while_context' with " \
+           "'loop/mul:0', which no NextIteration makes" in convert_fails(saved / "broken_loop.pb")
