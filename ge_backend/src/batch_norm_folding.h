@@ -1,5 +1,6 @@
 #pragma once
-// Build-time folding of inference BatchNormalization into the convolution before it.
+// Build-time folding of inference BatchNormalization, and of per-channel scales and shifts,
+// into the convolution before them.
 #include <cstddef>
 
 #include "estuary/ir/graph.h"
@@ -12,5 +13,12 @@ namespace estuary::ge {
 // a = scale / sqrt(var + epsilon). Returns the number of pairs folded; the old weights are
 // left for dead-code elimination.
 size_t foldBatchNormsIntoConvs(Graph& graph);
+
+// Folds a Conv's per-channel affine epilogue into its weights and bias: Mul or Div by a
+// constant that is one value per output channel (or a scalar) scales W[m] and B[m]; Add or
+// Sub of one adds to B[m]. That is BatchNormalization as Keras 3 and TF 2 write it
+// (x * scale + shift), and a BiasAdd. Repeats along a chain while the Conv's result has no
+// other reader. Returns the number of nodes folded.
+size_t foldChannelAffinesIntoConvs(Graph& graph);
 
 }  // namespace estuary::ge

@@ -216,7 +216,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   inferWithControlFlow(graph);
   boundDataDependentOutputs(graph);
   report.folded_constants += foldConstants(graph, device);
-  report.folded_batch_norms = foldBatchNormsIntoConvs(graph);
+  report.folded_batch_norms = foldBatchNormsIntoConvs(graph) + foldChannelAffinesIntoConvs(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
   eliminateDeadCode(graph);
   // Whether a rewritten node has a kernel; if not, the rewrite is dropped (the nodes stay

@@ -214,10 +214,23 @@ Results broadcastTo(NodeContext& node) {
 
 // Pad, PadV2 and MirrorPad: paddings [rank, 2] of (before, after) rows; ONNX wants all
 // befores, then all afters.
+// TF's paddings are [rank, 2] (begin, end per axis); ONNX's pads all begins, then all ends.
+// Known paddings (the usual case) become a constant, which later passes can read.
 Results pad(NodeContext& node) {
   Value* x = node.requiredInput(0);
-  Value* paddings = asInt64(node, node.requiredInput(1));
-  Value* pads = node.emitValue("Reshape", {permute(node, paddings, {1, 0}), node.constantInts({-1})});
+  Value* pads = nullptr;
+  if (std::optional<std::vector<int64_t>> known = foldedInts(node, node.requiredInput(1))) {
+    std::vector<int64_t> flat(known->size());
+    const size_t rank = known->size() / 2;
+    for (size_t axis = 0; axis < rank; ++axis) {
+      flat[axis] = (*known)[2 * axis];
+      flat[rank + axis] = (*known)[2 * axis + 1];
+    }
+    pads = node.constantInts(flat);
+  } else {
+    Value* paddings = asInt64(node, node.requiredInput(1));
+    pads = node.emitValue("Reshape", {permute(node, paddings, {1, 0}), node.constantInts({-1})});
+  }
   std::vector<Value*> inputs = {x, pads};
   NodeContext::Attributes attributes;
   if (node.opType() == "PadV2") inputs.push_back(node.requiredInput(2));

@@ -46,6 +46,21 @@ def test_model_matches_tensorflow(saved, name, form):
             assert_close(y, arrays[f"y_b{batch}"])
 
 
+@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2", "efficientnet_b0"])
+def test_built_cnn_keeps_no_transposes_around_convolutions(saved, name):
+    # TensorFlow's NHWC convolutions arrive wrapped in Transposes to NCHW and back; the
+    # pipeline sinks them until they cancel, leaving the one at the input, and the batch
+    # norms (Mul/Add by constants in Keras 3) fold into the convolutions.
+    model = estuary.Model(str(saved / name))
+    with np.load(saved / f"{name}.npz") as arrays:
+        model.run([arrays["x_b1"]])
+    built = model.report()["ops_after"]
+    convolutions = built.get("Conv", 0) + built.get("estuary::FusedConv", 0)
+    assert convolutions > 40
+    assert built.get("Transpose", 0) == 1, built
+    assert built.get("BatchNormalization", 0) == 0 and built.get("Sub", 0) <= 1, built
+
+
 @pytest.mark.parametrize("name", ["tf1_graph", "control_flow", "recurrent"])
 def test_tf1_control_flow_becomes_if_and_loop(saved, name):
     # The frozen graphs hold TF 1's Switch/Merge/Enter/Exit/NextIteration/LoopCond (the

@@ -321,5 +321,41 @@ TEST(LayoutAssignment, BatchNormalizationIsFoldedIntoTheConvolution) {
   expectClose(folded.values, kept.values, "folded BatchNormalization");
 }
 
+TEST(LayoutAssignment, PerChannelScaleAndShiftFoldIntoTheConvolution) {
+  // A batch norm as Keras 3 writes it after a bias add: (conv + b) * scale - shift, then a
+  // division by a scalar; constants shaped [6,1,1], [1,6,1,1] and []. Folded when they are
+  // constants, kept when the same values arrive as inputs; the results agree.
+  auto graph = withConstants(
+      "graph @g(%x: f32[2,4,8,8], %w: f32[6,4,3,3], %bias: f32[6,1,1], %scale: f32[6,1,1], "
+      "%shift: f32[1,6,1,1], %divisor: f32[]) {\n"
+      "  %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[2,6,8,8]\n"
+      "  %biased = Add(%c, %bias) : f32[2,6,8,8]\n"
+      "  %scaled = Mul(%scale, %biased) : f32[2,6,8,8]\n"
+      "  %shifted = Sub(%scaled, %shift) : f32[2,6,8,8]\n"
+      "  %y = Div(%shifted, %divisor) : f32[2,6,8,8]\n"
+      "  return %y\n}",
+      {"w"});
+  std::vector<std::vector<float>> inputs = randomInputs(*graph);
+  inputs.back() = {2.5f};  // the divisor, away from 0
+  Result kept = run(*graph, std::nullopt, inputs);
+  EXPECT_EQ(kept.report.folded_batch_norms, 0u);
+  // The same values as constants.
+  while (graph->inputs().size() > 1) {
+    Value* input = graph->input(1);
+    Node* constant = graph->createNodeBefore(graph->firstNode(), "Constant", {});
+    constant->output()->setType(input->type());
+    constant->setAttr("value", Tensor::copyOf(DType::F32, input->shape().staticDims(), inputs[1].data()));
+    input->replaceAllUsesWith(constant->output());
+    graph->removeInput(1);
+    inputs.erase(inputs.begin() + 1);
+  }
+  Result folded = run(*graph, std::nullopt, inputs);
+  EXPECT_EQ(folded.report.folded_batch_norms, 4u);
+  EXPECT_EQ(folded.report.ops_after.count("Add") + folded.report.ops_after.count("Mul") +
+                folded.report.ops_after.count("Sub") + folded.report.ops_after.count("Div"),
+            0u);
+  expectClose(folded.values, kept.values, "folded scale and shift");
+}
+
 }  // namespace
 }  // namespace estuary::ge

@@ -121,13 +121,6 @@ Tensor transposeTensor(const Tensor& tensor, const std::vector<int64_t>& perm) {
   return out;
 }
 
-const Tensor* constantTensor(const Value* value) {
-  const Node* producer = value ? value->producer() : nullptr;
-  if (!producer || !producer->is("Constant")) return nullptr;
-  const Attribute* attr = producer->attr("value");
-  return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
-}
-
 Value* permute(NodeContext& node, Value* value, const std::vector<int64_t>& perm) {
   if (const Tensor* tensor = constantTensor(value)) return node.constant(transposeTensor(*tensor, perm));
   return node.emitValue("Transpose", {value}, {{"perm", perm}});

@@ -676,4 +676,11 @@ size_t Graph::numNodesRecursive() const {
   return count;
 }
 
+const Tensor* constantTensor(const Value* value) {
+  const Node* producer = value ? value->producer() : nullptr;
+  if (!producer || !producer->is("Constant")) return nullptr;
+  const Attribute* attribute = producer->attr("value");
+  return attribute && attribute->kind() == AttrKind::Tensor ? &attribute->asTensor() : nullptr;
+}
+
 }  // namespace estuary

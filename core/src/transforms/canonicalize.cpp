@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "estuary/support/error.h"
+#include "transforms/ir_queries.h"
 
 namespace estuary {
 
@@ -26,34 +27,6 @@ enum Rule : unsigned {
   kSameShape = 1u << 6,
   kConstantIf = 1u << 7,
 };
-
-// The Constant producing `value`, as a tensor.
-const Tensor* constantTensor(const Value* value) {
-  if (!value || !value->producer() || !value->producer()->is("Constant")) return nullptr;
-  const Attribute* attribute = value->producer()->attr("value");
-  if (!attribute || attribute->kind() != AttrKind::Tensor) return nullptr;
-  return &attribute->asTensor();
-}
-
-// The elements of a constant integer scalar or vector.
-std::optional<std::vector<int64_t>> constantInts(const Value* value) {
-  if (value && value->producer() && value->producer()->is("Constant")) {
-    if (const Attribute* ints = value->producer()->attr("value_ints");
-        ints && ints->kind() == AttrKind::Ints) {
-      return ints->asInts();
-    }
-  }
-  const Tensor* tensor = constantTensor(value);
-  if (!tensor || tensor->shape().size() > 1) return std::nullopt;
-  auto count = static_cast<size_t>(tensor->numElements());
-  if (tensor->dtype() == DType::I64) {
-    return std::vector<int64_t>(tensor->data<int64_t>(), tensor->data<int64_t>() + count);
-  }
-  if (tensor->dtype() == DType::I32) {
-    return std::vector<int64_t>(tensor->data<int32_t>(), tensor->data<int32_t>() + count);
-  }
-  return std::nullopt;
-}
 
 std::optional<bool> constantBool(const Value* value) {
   const Tensor* tensor = constantTensor(value);
@@ -87,31 +60,6 @@ std::optional<std::vector<int64_t>> normalizedAxes(std::vector<int64_t> axes,
 std::optional<size_t> rankOf(const Value* value) {
   if (value && value->shape().isRanked()) return value->shape().rank();
   return std::nullopt;
-}
-
-// A Transpose's permutation; the default (no `perm`) reverses the axes.
-std::optional<std::vector<int64_t>> permutationOf(const Node& node) {
-  std::vector<int64_t> perm;
-  if (const Attribute* attribute = node.attr("perm"); attribute && attribute->kind() == AttrKind::Ints) {
-    perm = attribute->asInts();
-  } else {
-    std::optional<size_t> rank = rankOf(node.input(0));
-    if (!rank) return std::nullopt;
-    for (size_t i = *rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  }
-  std::vector<bool> seen(perm.size(), false);
-  for (int64_t axis : perm) {
-    if (axis < 0 || axis >= static_cast<int64_t>(perm.size()) || seen[axis]) return std::nullopt;
-    seen[axis] = true;
-  }
-  return perm;
-}
-
-bool isIdentityPermutation(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
 }
 
 bool hasSubgraphs(const Node& node) {
@@ -218,7 +166,7 @@ class Canonicalizer {
     if (!perm) return 0;
     if (isIdentityPermutation(*perm)) return replace(node, x);
     Node* inner = x->producer();
-    if (!inner || !inner->is("Transpose") || !inner->input(0)) return 0;
+    if (!inner || !inner->is("Transpose") || !inner->input(0)) return reshapeInstead(node, x, *perm);
     std::optional<std::vector<int64_t>> inner_perm = permutationOf(*inner);
     if (!inner_perm || inner_perm->size() != perm->size()) return 0;
     std::vector<int64_t> composed(perm->size());
@@ -229,6 +177,38 @@ class Canonicalizer {
     node.setAttr("perm", composed);
     eraseIfUnused(inner);
     return 1;
+  }
+
+  // A Transpose that moves only dims of size 1 keeps the elements in order: a Reshape
+  // (an [N,1,1,C] scale to [N,C,1,1]), which costs nothing and folds into reshape chains.
+  // The target is constant: static dims, 0 for a symbolic dim that keeps its place.
+  int64_t reshapeInstead(Node& node, Value* x, const std::vector<int64_t>& perm) {
+    const Shape& in = x->shape();
+    if (!in.isRanked() || in.rank() != perm.size()) return 0;
+    std::vector<int64_t> target;
+    int64_t last = -1;
+    for (size_t i = 0; i < perm.size(); ++i) {
+      const Dim& dim = in[static_cast<size_t>(perm[i])];
+      bool unit = dim.isStatic() && dim.value() == 1;
+      if (!unit && perm[i] < last) return 0;
+      if (!unit) last = perm[i];
+      if (dim.isStatic()) {
+        target.push_back(dim.value());
+      } else if (perm[i] == static_cast<int64_t>(i)) {
+        target.push_back(0);
+      } else {
+        return 0;
+      }
+    }
+    Graph& graph = *node.graph();
+    Node* shape = graph.createNodeBefore(&node, "Constant", {});
+    shape->setAttr("value", Tensor::fromVector<int64_t>(DType::I64, {static_cast<int64_t>(target.size())}, target));
+    shape->output()->setType(TensorType(DType::I64, Shape(std::vector<Dim>{Dim(static_cast<int64_t>(target.size()))})));
+    Node* reshape = graph.createNodeBefore(&node, "Reshape", {x, shape->output()});
+    reshape->setName(node.name());
+    reshape->output()->setType(node.output()->type());
+    reshape->output()->setName(node.output()->name());
+    return replace(node, reshape->output());
   }
 
   static bool reshapeKeepsShape(const Node& node, const Value* x) {

@@ -5,6 +5,7 @@
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
 #include "estuary/transforms/shape_inference.h"
+#include "estuary/transforms/transpose_sinking.h"
 
 namespace estuary {
 
@@ -13,6 +14,7 @@ void registerCorePasses(PassRegistry& registry) {
   registry.add(commonSubexpressionEliminationPass());
   registry.add(deadCodeEliminationPass());
   registry.add(shapeInferencePass());
+  registry.add(transposeSinkingPass());
   registerPatternPasses(registry);
 }
 

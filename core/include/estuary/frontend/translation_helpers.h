@@ -71,8 +71,6 @@ Tensor transposeTensor(const Tensor& tensor, const std::vector<int64_t>& perm);
 
 // --- Constants -----------------------------------------------------------------------------
 
-// The tensor of a value a Constant node makes, or nullptr.
-const Tensor* constantTensor(const Value* value);
 // The elements of a constant or propagated integer value as int64 (i32 and i64 tensors,
 // shapes and their arithmetic); nullopt when not known while translating.
 std::optional<std::vector<int64_t>> foldedInts(const NodeContext& node, const Value* value);

@@ -307,4 +307,7 @@ class Graph {
   Node* parent_node_ = nullptr;
 };
 
+// The tensor of a value a Constant node makes (its `value`), or nullptr.
+const Tensor* constantTensor(const Value* value);
+
 }  // namespace estuary

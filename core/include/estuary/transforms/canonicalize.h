@@ -19,7 +19,7 @@ namespace estuary {
 //                      without 0 entries (or allowzero=1), which is then independent of a
 //   transpose          Transpose with the identity permutation -> x;
 //                      Transpose(Transpose(x, p), q) -> Transpose(x, p∘q), or x when that is
-//                      the identity
+//                      the identity; a Transpose moving only dims of size 1 -> Reshape
 //   cast               Cast(x, to=T) -> x when x already has element type T
 //   squeeze_unsqueeze  Unsqueeze(Squeeze(x, a), a) -> x and Squeeze(Unsqueeze(x, a), a) -> x
 //   same_shape         Reshape/Expand whose result provably has the shape of its input -> x

@@ -64,7 +64,9 @@ struct BuildReport {
   // epilogue fusion, batch-norm folding and layout reorders, which depend on shapes).
   std::map<std::string, size_t> ops_after;
   size_t folded_constants = 0;
-  size_t folded_batch_norms = 0;  // BatchNormalization nodes folded into the Conv before them
+  // BatchNormalization nodes, and per-channel Mul/Div/Add/Sub by constants (a decomposed
+  // batch norm, a bias add), folded into the Conv before them
+  size_t folded_batch_norms = 0;
   size_t fused_epilogues = 0;
   size_t folded_transposes = 0;  // Transposes read by a MatMul through strides instead of copied
   size_t weight_bytes = 0;
