@@ -41,6 +41,9 @@ class TfModelContext {
   std::shared_ptr<const TfFunctionDecoder> function(std::string_view name) const;
   // A variable's value by the name its VarHandleOp shares (set for SavedModels).
   std::function<Tensor(std::string_view shared_name, const std::string& node)> variables;
+  // The values a concrete function captures, by the name of the Placeholder standing for
+  // each (set for functions handed over in memory).
+  std::map<std::string, Tensor, std::less<>> captures;
 
   // The empty TensorLists TensorListReserve made, which a While fills one element per
   // iteration (see tf_ops_graph.cpp).

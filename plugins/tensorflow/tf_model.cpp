@@ -132,9 +132,13 @@ std::string stem(const std::string& path) { return fs::path(path).stem().string(
 // --- Opening ---------------------------------------------------------------------------------
 
 TfModel::TfModel(const ModelInput& input, const FrontendOptions& options) : name_(input.name()), weights_(input.name()) {
+  if (const void* object = input.object(tensorflow::kConcreteFunctionObjectType)) {
+    openFunction(*static_cast<const tensorflow::ConcreteFunction*>(object), options);
+    return;
+  }
   if (input.kind() != ModelInput::Kind::File && input.kind() != ModelInput::Kind::Directory) {
-    raise(name_, ": the TensorFlow frontend reads a frozen GraphDef file or a SavedModel directory, not ",
-          input.describe());
+    raise(name_, ": the TensorFlow frontend reads a frozen GraphDef file, a SavedModel directory or a ",
+          tensorflow::kConcreteFunctionObjectType, ", not ", input.describe());
   }
   if (isSavedModel(input)) {
     directory_ = input.kind() == ModelInput::Kind::Directory ? input.path() : fs::path(input.path()).parent_path().string();
@@ -143,6 +147,7 @@ TfModel::TfModel(const ModelInput& input, const FrontendOptions& options) : name
     return;
   }
   file_ = mapFile(input.path(), "TensorFlow GraphDef");
+  owner_ = file_.owner;
   if (!looksLikeGraphDef(file_.bytes())) raise(name_, ": not a TensorFlow GraphDef (it does not begin with a NodeDef)");
   frozen_ = proto::decode<GraphDef>(proto::Source{name_, file_.data, "a TensorFlow GraphDef", "graph.proto"},
                                     file_.bytes());
@@ -151,9 +156,20 @@ TfModel::TfModel(const ModelInput& input, const FrontendOptions& options) : name
   }
 }
 
+void TfModel::openFunction(const tensorflow::ConcreteFunction& function, const FrontendOptions& options) {
+  function_ = &function;
+  auto bytes = std::make_shared<const std::string>(function.graph_def);
+  owner_ = bytes;
+  frozen_ = proto::decode<GraphDef>(proto::Source{name_, bytes->data(), "a TensorFlow GraphDef", "graph.proto"}, *bytes);
+  if (!options.variant.empty()) {
+    raise(name_, ": a concrete function has no signatures; --signature '", options.variant, "' applies to SavedModels");
+  }
+}
+
 void TfModel::openSavedModel(const FrontendOptions& options) {
   const std::string path = (fs::path(directory_) / "saved_model.pb").string();
   file_ = mapFile(path, "SavedModel");
+  owner_ = file_.owner;
   saved_ = proto::decode<SavedModel>(proto::Source{path, file_.data, "a TensorFlow SavedModel", "saved_model.proto"},
                                      file_.bytes());
   if (saved_.meta_graphs.empty()) raise(path, ": the SavedModel holds no MetaGraphDef");
@@ -295,6 +311,7 @@ Tensor TfModel::variable(std::string_view shared_name, const std::string& node) 
 // --- Inputs and outputs ----------------------------------------------------------------------
 
 std::vector<std::pair<std::string, std::string>> TfModel::inputs() const {
+  if (function_) return function_->inputs;
   std::vector<std::pair<std::string, std::string>> inputs;
   if (signature_) {
     for (const auto& [key, info] : signature_->inputs) inputs.emplace_back(std::string(info.name), key);
@@ -347,6 +364,10 @@ std::vector<std::string> TfModel::outputs(const FrontendOptions& options) const 
     for (const auto& [key, info] : signature_->outputs) outputs.emplace_back(info.name);
     return outputs;
   }
+  if (function_) {
+    for (const auto& [tensor, name] : function_->outputs) outputs.push_back(tensor);
+    return outputs;
+  }
   outputs = sinkOutputs(frozen_);
   if (outputs.empty()) {
     raise(name_, ": every node of the graph feeds another, so none is its output (a cycle?); name the outputs "
@@ -362,6 +383,10 @@ std::vector<std::string> TfModel::outputNames(const FrontendOptions& options) co
     for (const auto& [key, info] : signature_->outputs) names.push_back(key);
     return names;
   }
+  if (function_) {
+    for (const auto& [tensor, name] : function_->outputs) names.push_back(name);
+    return names;
+  }
   for (const std::string& output : outputs(options)) {
     names.push_back(output.size() > 2 && output.compare(output.size() - 2, 2, ":0") == 0
                         ? output.substr(0, output.size() - 2)
@@ -374,10 +399,13 @@ std::vector<std::string> TfModel::outputNames(const FrontendOptions& options) co
 
 std::unique_ptr<Graph> TfModel::toGraph(const FrontendOptions& options) {
   const GraphDef& graph = meta_graph_ ? *meta_graph_->graph_def : frozen_;
-  TfModelContext context(name_, graph.library ? &*graph.library : nullptr, file_.owner, weights_);
+  TfModelContext context(name_, graph.library ? &*graph.library : nullptr, owner_, weights_);
   context.variables = [this](std::string_view shared_name, const std::string& node) {
     return variable(shared_name, node);
   };
+  if (function_) {
+    for (const auto& [placeholder, value] : function_->captures) context.captures.emplace(placeholder, value);
+  }
   std::string graph_name = signature_ ? signature_->name : stem(name_);
   TfGraphDecoder decoder(context, graph, graph_name, inputs(), outputs(options));
   TranslationSession session("tensorflow", name_, tfTranslators(), options);
@@ -429,7 +457,7 @@ void countConstants(const GraphDecoder& graph, ModelInfo& info, std::unordered_s
 
 ModelInfo TfModel::describe() {
   const GraphDef& graph = meta_graph_ ? *meta_graph_->graph_def : frozen_;
-  TfModelContext context(name_, graph.library ? &*graph.library : nullptr, file_.owner, weights_);
+  TfModelContext context(name_, graph.library ? &*graph.library : nullptr, owner_, weights_);
   FrontendOptions none;
   TfGraphDecoder decoder(context, graph, signature_ ? signature_->name : stem(name_), inputs(), outputs(none));
   ModelInfo info = describeGraph(decoder, name_);
@@ -470,6 +498,8 @@ ModelInfo TfModel::describe() {
         info.parameter_bytes += elements * static_cast<int64_t>(dtypeSize(*dtype));
       }
     }
+  } else if (function_) {
+    info.format = "TensorFlow concrete function";
   } else {
     info.format = "TensorFlow GraphDef";
     if (frozen_.versions) info.producer = "GraphDef version " + std::to_string(frozen_.versions->producer);

@@ -1,6 +1,7 @@
 #pragma once
-// A TensorFlow model opened for the frontend: a frozen GraphDef (.pb) or a SavedModel
-// directory (saved_model.pb + variables/). It answers what the frontend is asked: the
+// A TensorFlow model opened for the frontend: a frozen GraphDef (.pb), a SavedModel
+// directory (saved_model.pb + variables/), or a concrete function handed over in memory
+// (estuary/tensorflow/concrete_function.h). It answers what the frontend is asked: the
 // model's facts (signatures included) and the core IR graph of one signature.
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "estuary/frontend/weights.h"
 #include "estuary/ir/graph.h"
 #include "estuary/support/mapped_file.h"
+#include "estuary/tensorflow/concrete_function.h"
 #include "tensor_bundle.h"
 #include "tf_messages.h"
 
@@ -39,6 +41,7 @@ class TfModel {
     std::vector<std::pair<std::string, TensorInfo>> outputs;
   };
   void openSavedModel(const FrontendOptions& options);
+  void openFunction(const tensorflow::ConcreteFunction& function, const FrontendOptions& options);
   void openVariables(const FrontendOptions& options);
   // The checkpoint keys of the variables calls capture, through the SavedModel's and the
   // checkpoint's object graphs (TF 2).
@@ -53,6 +56,8 @@ class TfModel {
   std::string name_;       // the model, as errors name it
   std::string directory_;  // a SavedModel's
   MappedFile file_;
+  std::shared_ptr<const void> owner_;  // keeps the bytes the decoded messages point into
+  const tensorflow::ConcreteFunction* function_ = nullptr;
   WeightSource weights_;
   GraphDef frozen_;
   SavedModel saved_;

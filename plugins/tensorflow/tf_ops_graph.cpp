@@ -55,6 +55,18 @@ Results varHandle(NodeContext& node) {
   return {node.constant(model.variables(shared_name, std::string(node.name())))};
 }
 
+// A Placeholder that is not an input of the graph stands for a value the function captured
+// (a variable's handle, whose ReadVariableOp then passes the value on).
+Results capturedValue(NodeContext& node) {
+  const TfModelContext& model = modelOf(node.decoder());
+  auto found = model.captures.find(node.name());
+  if (found == model.captures.end()) {
+    node.fail("is a Placeholder that is neither an input of the graph nor a captured value (feed it, or name the "
+              "inputs)");
+  }
+  return {node.constant(found->second)};
+}
+
 Results readVariable(NodeContext& node) { return {node.emitValue("Identity", {node.requiredInput(0)})}; }
 
 Results noOp(NodeContext&) { return {}; }
@@ -338,7 +350,7 @@ void addGraphTranslators(TranslatorTable& table) {
   table.add("TensorListFromTensor", tensorListFromTensor).add("TensorListReserve", tensorListReserve)
       .add("TensorListGetItem", tensorListGetItem).add("TensorListSetItem", tensorListSetItem)
       .add("TensorListStack", tensorListStack).add("TensorListLength", tensorListLength);
-  table.add("VarHandleOp", varHandle).add("ReadVariableOp", readVariable).add("NoOp", noOp)
+  table.add("VarHandleOp", varHandle).add("Placeholder", capturedValue).add("ReadVariableOp", readVariable).add("NoOp", noOp)
       .add("StatefulPartitionedCall", call).add("PartitionedCall", call)
       .add("If", functionalIf).add("StatelessIf", functionalIf)
       .add("While", functionalWhile).add("StatelessWhile", functionalWhile);

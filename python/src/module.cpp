@@ -20,6 +20,7 @@
 #include "estuary/transforms/input_shapes.h"
 #include "frontend_bindings.h"
 #include "conversions.h"
+#include "tensorflow_bindings.h"
 #include "torch_bindings.h"
 
 namespace py = pybind11;
@@ -326,4 +327,5 @@ PYBIND11_MODULE(_estuary, m) {
       });
   python::registerFrontendBindings(m);
   python::registerTorchBindings(m);
+  python::registerTensorflowBindings(m);
 }

@@ -9,40 +9,11 @@
 #include <variant>
 #include <vector>
 
+#include "proto_writer.h"
+
 namespace estuary::onnx_test {
 
-class Proto {
- public:
-  Proto& varint(uint32_t field, uint64_t value) {
-    key(field, 0);
-    putVarint(value);
-    return *this;
-  }
-  Proto& bytes(uint32_t field, std::string_view value) {
-    key(field, 2);
-    putVarint(value.size());
-    bytes_.append(value);
-    return *this;
-  }
-  Proto& message(uint32_t field, const Proto& value) { return bytes(field, value.str()); }
-  Proto& fixed32(uint32_t field, uint32_t bits) {
-    key(field, 5);
-    for (int b = 0; b < 4; ++b) bytes_.push_back(static_cast<char>(bits >> (8 * b)));
-    return *this;
-  }
-  const std::string& str() const { return bytes_; }
-
- private:
-  void key(uint32_t field, uint32_t wire_type) { putVarint(uint64_t{field} << 3 | wire_type); }
-  void putVarint(uint64_t value) {
-    do {
-      uint8_t byte = value & 0x7f;
-      value >>= 7;
-      bytes_.push_back(static_cast<char>(value ? byte | 0x80 : byte));
-    } while (value);
-  }
-  std::string bytes_;
-};
+using Proto = test::ProtoWriter;
 
 // TensorProto.DataType values used by the tests.
 enum : int { kFloat = 1, kInt32 = 6, kInt64 = 7, kString = 8, kFloat16 = 10, kDouble = 11 };

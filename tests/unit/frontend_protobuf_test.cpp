@@ -10,6 +10,7 @@
 
 #include "estuary/frontend/weights.h"
 #include "error_of.h"
+#include "proto_writer.h"
 
 namespace estuary {
 
@@ -82,44 +83,7 @@ const MessageTable<Tree>& tableOf<Tree>() {
 
 namespace {
 
-// Protobuf bytes written field by field.
-class Writer {
- public:
-  Writer& varint(uint32_t number, uint64_t value) {
-    key(number, 0);
-    raw(value);
-    return *this;
-  }
-  Writer& fixed32(uint32_t number, uint32_t bits) {
-    key(number, 5);
-    for (int i = 0; i < 4; ++i) bytes_ += static_cast<char>(bits >> (8 * i));
-    return *this;
-  }
-  Writer& fixed64(uint32_t number, uint64_t bits) {
-    key(number, 1);
-    for (int i = 0; i < 8; ++i) bytes_ += static_cast<char>(bits >> (8 * i));
-    return *this;
-  }
-  Writer& bytes(uint32_t number, const std::string& payload) {
-    key(number, 2);
-    raw(payload.size());
-    bytes_ += payload;
-    return *this;
-  }
-  Writer& message(uint32_t number, const Writer& inner) { return bytes(number, inner.str()); }
-  const std::string& str() const { return bytes_; }
-
- private:
-  void key(uint32_t number, uint32_t type) { raw(uint64_t{number} << 3 | type); }
-  void raw(uint64_t value) {
-    do {
-      uint8_t byte = value & 0x7f;
-      value >>= 7;
-      bytes_ += static_cast<char>(value ? byte | 0x80 : byte);
-    } while (value);
-  }
-  std::string bytes_;
-};
+using Writer = test::ProtoWriter;
 
 uint32_t bitsOf(float value) {
   uint32_t bits;
