@@ -300,9 +300,10 @@ Results matrixBandPart(NodeContext& node) {
   Value* x = node.requiredInput(0);
   const int64_t lower = knownInput(node, 1, "num_lower").at(0);
   const int64_t upper = knownInput(node, 2, "num_upper").at(0);
+  auto diagonal = [&](int64_t k) { return node.constant(Tensor::scalar<int64_t>(DType::I64, k)); };
   Value* y = x;
-  if (upper >= 0) y = node.emitValue("Trilu", {y, node.constantInts({upper})}, {{"upper", int64_t{0}}});
-  if (lower >= 0) y = node.emitValue("Trilu", {y, node.constantInts({-lower})}, {{"upper", int64_t{1}}});
+  if (upper >= 0) y = node.emitValue("Trilu", {y, diagonal(upper)}, {{"upper", int64_t{0}}});
+  if (lower >= 0) y = node.emitValue("Trilu", {y, diagonal(-lower)}, {{"upper", int64_t{1}}});
   return {y == x ? node.emitValue("Identity", {x}) : y};
 }
 

@@ -18,6 +18,11 @@ Value* asInt64(NodeContext& node, Value* value) {
   return node.cast(value, DType::I64);
 }
 
+Value* asInt64List(NodeContext& node, Value* value) {
+  if (std::optional<std::vector<int64_t>> known = foldedInts(node, value)) return node.constantInts(*known);
+  return node.emitValue("Reshape", {asInt64(node, value), node.constantInts({-1})});
+}
+
 std::vector<int64_t> knownInput(NodeContext& node, size_t i, const char* what) {
   std::optional<std::vector<int64_t>> values = foldedInts(node, node.requiredInput(i));
   if (!values) node.fail("input ", i, " (", what, ") must be known while translating (a constant or a static shape)");

@@ -101,14 +101,13 @@ Results select(NodeContext& node) {
 Results reduce(NodeContext& node, const char* op) {
   Value* x = node.requiredInput(0);
   bool keep = node.attr<bool>("keep_dims", false);
-  Value* axes = asInt64(node, node.requiredInput(1));
+  Value* axes = asInt64List(node, node.requiredInput(1));
   // An empty axes list reduces nothing in TensorFlow, everything in ONNX without
   // noop_with_empty_axes.
   NodeContext::Attributes attributes = {{"keepdims", int64_t{keep}}, {"noop_with_empty_axes", int64_t{1}}};
   bool logical = node.opType() == "All" || node.opType() == "Any";
   if (logical) x = node.cast(x, DType::U8);
-  Value* reduced = node.emitValue(op, {x, node.emitValue("Reshape", {axes, node.constantInts({-1})})},
-                                  std::move(attributes));
+  Value* reduced = node.emitValue(op, {x, axes}, std::move(attributes));
   return {logical ? node.cast(reduced, DType::Bool) : reduced};
 }
 Results mean(NodeContext& node) { return reduce(node, "ReduceMean"); }

@@ -28,6 +28,9 @@ using Results = std::vector<Value*>;
 // `value` as i64 (TensorFlow's index and shape tensors are often i32): a constant
 // converted now, anything else through a Cast.
 Value* asInt64(NodeContext& node, Value* value);
+// `value` as a 1-D i64 list (an axes input): a constant when it is known while translating,
+// so that passes read it; else reshaped and cast at run time.
+Value* asInt64List(NodeContext& node, Value* value);
 // The integers input i holds, known while translating (a constant, or computed from static
 // shapes); an error naming the input when they are not known.
 std::vector<int64_t> knownInput(NodeContext& node, size_t i, const char* what);

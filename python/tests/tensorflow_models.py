@@ -53,6 +53,35 @@ def encoder():
     return tf.keras.Model(tokens, hidden), (None, 64), (10, 64)
 
 
+class RMSNorm(tf.keras.layers.Layer):
+    """RMSNorm as TF-written LLMs write it (KerasHub's Llama): x * rsqrt(mean(x^2) + eps) * scale."""
+
+    def __init__(self, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(shape=(input_shape[-1],), initializer="random_normal", name="scale")
+
+    def call(self, x):
+        variance = tf.reduce_mean(tf.pow(x, 2.0), axis=-1, keepdims=True)
+        return x * tf.math.rsqrt(variance + self.epsilon) * self.scale
+
+
+def decoder():
+    """Two pre-norm LLM decoder blocks (causal attention, SiLU MLP, RMSNorm), then a final
+    RMSNorm: each residual sum feeds the next RMSNorm (four Add + RMSNorm sites)."""
+    tokens = tf.keras.Input((None, 64), name="hidden")
+    hidden = tokens
+    for _ in range(2):
+        normed = RMSNorm()(hidden)
+        attended = tf.keras.layers.MultiHeadAttention(num_heads=4, key_dim=16)(normed, normed, use_causal_mask=True)
+        hidden = hidden + attended
+        feed = tf.keras.layers.Dense(128, activation="silu")(RMSNorm()(hidden))
+        hidden = hidden + tf.keras.layers.Dense(64)(feed)
+    return tf.keras.Model(tokens, RMSNorm()(hidden)), (None, 64), (9, 64)
+
+
 def recurrent():
     """A Keras LSTM returning sequences under a GRU, over a sequence of any length."""
     sequence = tf.keras.Input((None, 8), name="sequence")
@@ -97,6 +126,7 @@ MODELS = {
     "mobilenet_v2": keras_application(tf.keras.applications.MobileNetV2, 96),
     "efficientnet_b0": keras_application(tf.keras.applications.EfficientNetB0, 64),
     "encoder": encoder,
+    "decoder": decoder,
     "recurrent": recurrent,
     "control_flow": control_flow,
 }

@@ -12,7 +12,7 @@ import pytest
 import environments
 import estuary
 
-MODELS = ["mlp", "resnet50", "mobilenet_v2", "efficientnet_b0", "encoder", "recurrent", "control_flow"]
+MODELS = ["mlp", "resnet50", "mobilenet_v2", "efficientnet_b0", "encoder", "decoder", "recurrent", "control_flow"]
 # Frozen with lower_control_flow=False too: their While and If stay functional.
 WITH_CONTROL_FLOW = ["recurrent", "control_flow"]
 CASES = ([(name, "saved_model") for name in MODELS] + [(name, "frozen") for name in MODELS + ["tf1_graph"]] +
@@ -59,6 +59,25 @@ def test_built_cnn_keeps_no_transposes_around_convolutions(saved, name):
     assert convolutions > 40
     assert built.get("Transpose", 0) == 1, built
     assert built.get("BatchNormalization", 0) == 0 and built.get("Sub", 0) <= 1, built
+
+
+def test_add_rms_norm_fuses_in_a_tensorflow_decoder(saved):
+    # The decoder's RMSNorms are written out in TF ops; O2 recognizes them and the shipped
+    # fusion plugin fuses each residual Add into the RMSNorm after it, as for ONNX
+    # RMSNormalization and PyTorch's rms_norm.
+    graph = estuary.Graph.import_model(str(saved / "decoder"))
+    graph.optimize("O2")
+    ops = graph.op_counts()
+    assert ops.get("estuary::AddRMSNorm") == 4, ops
+    assert ops.get("RMSNormalization") == 1, ops  # the first, on the input: no Add before it
+    assert "Sqrt" not in ops and "Reciprocal" not in ops, ops
+    unfused = estuary.Graph.import_model(str(saved / "decoder"))
+    unfused.optimize("O2", disable=["fuse_add_rms_norm", "recognize_rms_norm"])
+    assert "estuary::AddRMSNorm" not in unfused.op_counts()
+    model = estuary.Model(graph)
+    with np.load(saved / "decoder.npz") as arrays:
+        for batch in (1, 3):
+            assert_close(model.run([arrays[f"x_b{batch}"]])[0], arrays[f"y_b{batch}"])
 
 
 @pytest.mark.parametrize("name", ["tf1_graph", "control_flow", "recurrent"])

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "estuary/support/error.h"
-#include "transforms/ir_queries.h"
+#include "transforms/transform_helpers.h"
 
 namespace estuary {
 

@@ -4,6 +4,7 @@
 #include "estuary/transforms/canonicalize.h"
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
+#include "estuary/transforms/rms_norm_recognition.h"
 #include "estuary/transforms/shape_inference.h"
 #include "estuary/transforms/transpose_sinking.h"
 
@@ -15,6 +16,7 @@ void registerCorePasses(PassRegistry& registry) {
   registry.add(deadCodeEliminationPass());
   registry.add(shapeInferencePass());
   registry.add(transposeSinkingPass());
+  registry.add(rmsNormRecognitionPass());
   registerPatternPasses(registry);
 }
 

@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "estuary/ops/schema.h"
-#include "transforms/ir_queries.h"
+#include "transforms/transform_helpers.h"
 
 namespace estuary {
 
@@ -71,15 +71,6 @@ bool permutesForFree(const Value* value, const std::vector<int64_t>& inverse) {
     last = axis;
   }
   return true;
-}
-
-Node* createInferred(Graph& graph, Node* before, std::string_view op, const std::vector<Value*>& inputs,
-                     std::vector<std::pair<std::string, Attribute>> attributes = {}) {
-  Node* node = graph.createNodeBefore(before, op, inputs);
-  for (auto& [name, value] : attributes) node->setAttr(name, std::move(value));
-  KnownValueMap known;
-  inferNode(*node, known);
-  return node;
 }
 
 class Sinker {

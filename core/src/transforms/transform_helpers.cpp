@@ -1,4 +1,6 @@
-#include "transforms/ir_queries.h"
+#include "transforms/transform_helpers.h"
+
+#include "estuary/ops/schema.h"
 
 namespace estuary {
 
@@ -43,6 +45,15 @@ bool isIdentityPermutation(const std::vector<int64_t>& perm) {
     if (perm[i] != static_cast<int64_t>(i)) return false;
   }
   return true;
+}
+
+Node* createInferred(Graph& graph, Node* before, std::string_view op, const std::vector<Value*>& inputs,
+                     std::vector<std::pair<std::string, Attribute>> attributes) {
+  Node* node = graph.createNodeBefore(before, op, inputs);
+  for (auto& [name, value] : attributes) node->setAttr(name, std::move(value));
+  KnownValueMap known;
+  inferNode(*node, known);
+  return node;
 }
 
 }  // namespace estuary

@@ -1,7 +1,11 @@
 #pragma once
-// Questions the transforms ask of the IR: constant operands and Transpose permutations.
+// What several transforms share: questions about constant operands and Transpose
+// permutations, and making a node with its types inferred.
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "estuary/ir/graph.h"
@@ -16,5 +20,10 @@ std::optional<std::vector<int64_t>> constantInts(const Value* value);
 std::optional<std::vector<int64_t>> permutationOf(const Node& transpose);
 
 bool isIdentityPermutation(const std::vector<int64_t>& perm);
+
+// A node of `op` over `inputs` with `attributes`, inserted before `before`, its output types
+// inferred.
+Node* createInferred(Graph& graph, Node* before, std::string_view op, const std::vector<Value*>& inputs,
+                     std::vector<std::pair<std::string, Attribute>> attributes = {});
 
 }  // namespace estuary
