@@ -11,7 +11,7 @@ namespace estuary {
 const std::vector<std::string>& canonicalizationRules() {
   static const std::vector<std::string> rules = {
       "identity", "dropout", "reshape_chain", "transpose", "cast", "squeeze_unsqueeze",
-      "same_shape", "constant_if"};
+      "same_shape", "constant_if", "pad_into_conv"};
   return rules;
 }
 
@@ -26,6 +26,7 @@ enum Rule : unsigned {
   kSqueezeUnsqueeze = 1u << 5,
   kSameShape = 1u << 6,
   kConstantIf = 1u << 7,
+  kPadIntoConv = 1u << 8,
 };
 
 std::optional<bool> constantBool(const Value* value) {
@@ -127,8 +128,45 @@ class Canonicalizer {
       if (on(kSqueezeUnsqueeze)) return squeezeUnsqueeze(node, x);
     } else if (op == "If") {
       if (on(kConstantIf)) return constantIf(node, x);
+    } else if (op == "Conv") {
+      if (on(kPadIntoConv)) return padIntoConv(node, x);
     }
     return 0;
+  }
+
+  // Conv(Pad(x) with zeros around the spatial dims) is Conv(x) with those pads added to its
+  // own: Keras' ZeroPadding2D before a strided convolution. The Pad's copy goes, and with it
+  // the break in the activations' layout between convolutions.
+  int64_t padIntoConv(Node& conv, Value* x) {
+    Node* pad = x->producer();
+    if (!pad || !pad->is("Pad") || pad->numInputs() < 2 || !pad->input(0)) return 0;
+    if (pad->stringAttr("mode", "constant") != "constant" || (pad->numInputs() > 3 && pad->input(3))) return 0;
+    if (pad->numInputs() > 2 && pad->input(2)) {
+      const Tensor* fill = constantTensor(pad->input(2));
+      if (!fill || fill->numElements() != 1 || fill->dtype() != DType::F32 || *fill->data<float>() != 0.f) return 0;
+    }
+    std::optional<std::vector<int64_t>> pads = constantInts(pad->input(1));
+    std::optional<size_t> rank = rankOf(x);
+    if (!pads || !rank || pads->size() != 2 * *rank || *rank < 3) return 0;
+    const size_t spatial = *rank - 2;
+    // Nothing added to the batch and channel dims, nothing cropped.
+    if ((*pads)[0] || (*pads)[1] || (*pads)[*rank] || (*pads)[*rank + 1]) return 0;
+    for (int64_t amount : *pads) {
+      if (amount < 0) return 0;
+    }
+    const std::string auto_pad = conv.stringAttr("auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") return 0;
+    std::vector<int64_t> merged = conv.intsAttr("pads", std::vector<int64_t>(2 * spatial, 0));
+    if (merged.size() != 2 * spatial) return 0;
+    for (size_t i = 0; i < spatial; ++i) {
+      merged[i] += (*pads)[2 + i];
+      merged[spatial + i] += (*pads)[*rank + 2 + i];
+    }
+    conv.setInput(0, pad->input(0));
+    conv.setAttr("pads", merged);
+    conv.setAttr("auto_pad", std::string("NOTSET"));
+    eraseIfUnused(pad);
+    return 1;
   }
 
   // The branch a constant condition takes replaces the If: its nodes move in before it (the
@@ -372,11 +410,12 @@ PassInfo canonicalizePass() {
   info.name = "canonicalize";
   info.description =
       "Removes no-op ops (Identity, inference Dropout, same-type Cast, same_shape "
-      "Reshape/Expand), folds Reshape chains, Transpose pairs and Squeeze/Unsqueeze pairs, and "
-      "replaces an If with a constant condition by the branch it takes.";
+      "Reshape/Expand), folds Reshape chains, Transpose pairs and Squeeze/Unsqueeze pairs, "
+      "replaces an If with a constant condition by the branch it takes, and folds zero Pads into "
+      "Convs.";
   info.options.push_back({"disable", OptionSpec::Kind::StringList, std::vector<std::string>{},
                           "rules to skip: identity, dropout, reshape_chain, transpose, cast, "
-                          "squeeze_unsqueeze, same_shape, constant_if"});
+                          "squeeze_unsqueeze, same_shape, constant_if, pad_into_conv"});
   info.factory = [](const PassOptions& options) {
     return std::make_unique<CanonicalizePass>(enabledRules(options.getStringList("disable")));
   };

@@ -24,6 +24,8 @@ namespace estuary {
 //   squeeze_unsqueeze  Unsqueeze(Squeeze(x, a), a) -> x and Squeeze(Unsqueeze(x, a), a) -> x
 //   same_shape         Reshape/Expand whose result provably has the shape of its input -> x
 //   constant_if        If with a constant condition -> the nodes of the branch it takes
+//   pad_into_conv      Conv(Pad(x) by zeros around the spatial dims) -> Conv(x) with the pads
+//                      added to its own (auto_pad NOTSET or VALID)
 const std::vector<std::string>& canonicalizationRules();
 
 struct CanonicalizeOptions {
