@@ -222,19 +222,36 @@ def main():
                 onnxruntime = run_worker("base", "onnxruntime", onnx_path, inputs, threads, args)
                 ours = run_worker("base", "estuary", eom, inputs, threads, args)
                 rows.append((tensorflow, onnxruntime, ours, tf2onnx_s, estuary_s))
-            errors = [r["error"] for row in rows for r in row[:3] if "error" in r]
-            if errors:
-                print(f"| {name} | {threads} | {errors[0]} |||||||")
-                continue
-            median = lambda index, key: statistics.median(row[index][key] for row in rows)  # noqa: E731
-            vs_tf = statistics.median(row[2]["median_ms"] / row[0]["median_ms"] for row in rows)
-            vs_ort = statistics.median(row[2]["median_ms"] / row[1]["median_ms"] for row in rows)
-            ort_conversion = statistics.median(row[3] + row[1]["load_s"] for row in rows)
-            print(f"| {name} | {threads} | {median(0, 'median_ms'):.2f} / {median(0, 'p90_ms'):.2f} "
-                  f"| {median(1, 'median_ms'):.2f} / {median(1, 'p90_ms'):.2f} "
-                  f"| {median(2, 'median_ms'):.2f} / {median(2, 'p90_ms'):.2f} | {vs_tf:.2f} | {vs_ort:.2f} "
-                  f"| {median(0, 'peak_rss_mib'):.0f} / {median(1, 'peak_rss_mib'):.0f} / {median(2, 'peak_rss_mib'):.0f} "
-                  f"| {ort_conversion:.1f} / {statistics.median(row[4] for row in rows):.1f} |", flush=True)
+            print(row_text(name, threads, rows), flush=True)
+    for name, error in failures.items():
+        print(f"\n{name}: {error}")
+
+
+failures = {}
+
+
+def row_text(name, threads, rows):
+    """One table row: each engine's medians over the rounds, or the error that stopped it."""
+    def cell(index, key, digits=2):
+        if any("error" in row[index] for row in rows):
+            failures[name] = next(row[index]["error"] for row in rows if "error" in row[index])
+            return "fails (below)"
+        return f"{statistics.median(row[index][key] for row in rows):.{digits}f}"
+
+    def latency(index):
+        median, p90 = cell(index, "median_ms"), cell(index, "p90_ms")
+        return median if median.startswith("fails") else f"{median} / {p90}"
+
+    def ratio(index):
+        if any("error" in row[index] or "error" in row[2] for row in rows):
+            return "-"
+        return f"{statistics.median(row[2]['median_ms'] / row[index]['median_ms'] for row in rows):.2f}"
+
+    conversion = "-" if any("error" in row[1] for row in rows) else \
+        f"{statistics.median(row[3] + row[1]['load_s'] for row in rows):.1f}"
+    return (f"| {name} | {threads} | {latency(0)} | {latency(1)} | {latency(2)} | {ratio(0)} | {ratio(1)} "
+            f"| {cell(0, 'peak_rss_mib', 0)} / {cell(1, 'peak_rss_mib', 0)} / {cell(2, 'peak_rss_mib', 0)} "
+            f"| {conversion} / {statistics.median(row[4] for row in rows):.1f} |")
 
 
 def _input_name(cli, saved):

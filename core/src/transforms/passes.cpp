@@ -4,6 +4,7 @@
 #include "estuary/transforms/canonicalize.h"
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
+#include "estuary/transforms/einsum_lowering.h"
 #include "estuary/transforms/rms_norm_recognition.h"
 #include "estuary/transforms/shape_inference.h"
 #include "estuary/transforms/transpose_sinking.h"
@@ -16,6 +17,7 @@ void registerCorePasses(PassRegistry& registry) {
   registry.add(deadCodeEliminationPass());
   registry.add(shapeInferencePass());
   registry.add(transposeSinkingPass());
+  registry.add(einsumLoweringPass());
   registry.add(rmsNormRecognitionPass());
   registerPatternPasses(registry);
 }
