@@ -124,6 +124,25 @@ def test_mode_info_lists_signatures_ops_and_parameters(saved):
     assert "TensorFlow GraphDef model" in frozen.stdout and "parameters: 676 (" in frozen.stdout
 
 
+def test_input_shape_fixes_or_bounds_the_signature_dims(saved, tmp_path):
+    # The recurrent model's signature leaves batch and time unknown: symbolic dims, which
+    # --input-shape fixes (a plan made at conversion) or bounds (checked at run time).
+    with np.load(saved / "recurrent.npz") as arrays:
+        x1, y1, x3, y3 = (arrays[k] for k in ("x_b1", "y_b1", "x_b3", "y_b3"))
+    fixed = estuary.convert(str(saved / "recurrent"), input_shapes={"sequence": list(x3.shape)})
+    assert fixed.inputs[0]["shape"] == list(x3.shape)
+    assert_close(fixed.run([x3])[0], y3)
+    result = subprocess.run([os.environ["ESTUARY_CLI"], "convert", str(saved / "recurrent"), "-o",
+                             str(tmp_path / "bounded.eom"), "--input-shape", "sequence:1~2,-1,8"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "dim sequence_dim0: 1~2" in result.stdout
+    bounded = estuary.Model(str(tmp_path / "bounded.eom"))
+    assert_close(bounded.run([x1])[0], y1)
+    with pytest.raises(estuary.EstuaryError, match="sequence_dim0"):
+        bounded.run([x3])
+
+
 def copy_of(saved, name, tmp_path):
     target = tmp_path / name
     shutil.copytree(saved / name, target)
