@@ -72,7 +72,9 @@ Results capturedValue(NodeContext& node) {
   return {node.constant(found->second)};
 }
 
-Results readVariable(NodeContext& node) { return {node.emitValue("Identity", {node.requiredInput(0)})}; }
+// The variable's value itself: a Constant, which translation-time folding (a kernel's HWIO to
+// OIHW) can then see.
+Results readVariable(NodeContext& node) { return {node.requiredInput(0)}; }
 
 Results noOp(NodeContext&) { return {}; }
 

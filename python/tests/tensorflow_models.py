@@ -110,6 +110,32 @@ class Stepper(tf.Module):
         return tf.cond(tf.reduce_mean(x) > 0, lambda: grown * 2.0, lambda: grown - h)
 
 
+class Semantics(tf.Module):
+    """TensorFlow ops whose semantics differ from ONNX's in the details: BatchMatMulV2
+    broadcasting batch dims, StridedSlice with its five masks and a negative stride,
+    padding=SAME split unevenly (stride 2 on an odd size), and a depthwise convolution."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(0)
+        self.b = tf.Variable(rng.standard_normal((5, 4, 6)).astype(np.float32))
+        self.kernel = tf.Variable(rng.standard_normal((3, 3, 3, 8)).astype(np.float32) * 0.3)
+        self.depthwise = tf.Variable(rng.standard_normal((3, 3, 8, 2)).astype(np.float32) * 0.3)
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 7, 9, 3), tf.float32, name="image")])
+    def __call__(self, image):
+        conv = tf.nn.conv2d(image, self.kernel, strides=2, padding="SAME")           # [n, 4, 5, 8]
+        deep = tf.nn.depthwise_conv2d(conv, self.depthwise, [1, 1, 1, 1], "SAME")     # [n, 4, 5, 16]
+        a = tf.reshape(deep[:, :, :4, :12], (-1, 1, 3, 4 * 4 * 4))[..., :4]         # [n, 1, 3, 4]
+        product = tf.matmul(a, self.b)                                                # [n, 5, 3, 6]
+        sliced = product[:, ::-2, tf.newaxis, 1:, -1]                                 # [n, 3, 1, 2]
+        return tf.reduce_sum(sliced, axis=[2, 3]) + tf.reduce_mean(deep[..., 3::4], axis=[1, 2, 3])[:, None]
+
+
+def semantics():
+    return Semantics(), (7, 9, 3), (7, 9, 3)
+
+
 def control_flow():
     # Batch 1 takes the final cond's true branch, batch 3 its false one.
     return Stepper(), (8,), (8,)
@@ -129,6 +155,7 @@ MODELS = {
     "decoder": decoder,
     "recurrent": recurrent,
     "control_flow": control_flow,
+    "semantics": semantics,
 }
 INPUTS = {"control_flow": control_flow_inputs}
 # Models whose frozen graph has control flow, also frozen with it kept functional.

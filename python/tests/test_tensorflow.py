@@ -12,7 +12,8 @@ import pytest
 import environments
 import estuary
 
-MODELS = ["mlp", "resnet50", "mobilenet_v2", "efficientnet_b0", "encoder", "decoder", "recurrent", "control_flow"]
+MODELS = ["mlp", "resnet50", "mobilenet_v2", "efficientnet_b0", "encoder", "decoder", "recurrent", "control_flow",
+          "semantics"]
 # Frozen with lower_control_flow=False too: their While and If stay functional.
 WITH_CONTROL_FLOW = ["recurrent", "control_flow"]
 CASES = ([(name, "saved_model") for name in MODELS] + [(name, "frozen") for name in MODELS + ["tf1_graph"]] +
