@@ -1,6 +1,7 @@
 #include "pd_legacy.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -42,7 +43,6 @@ bool isDtypeAttribute(std::string_view name) {
 
 struct LegacyContext {
   const LegacyProgram& program;
-  std::unordered_set<std::string_view> used;  // every variable an op reads
   std::map<std::string, Tensor> tensors;
 
   // The VarDesc of `name` seen from block `block` (its own, else its ancestors').
@@ -57,30 +57,34 @@ struct LegacyContext {
   }
 };
 
+// An op's inputs and outputs as value names: a variable written again gets a new version
+// ("x@1"), so that the view is in SSA form (a legacy program reassigns variables: batch_norm
+// writes its running statistics back into the ones it reads).
+struct LegacyOpValues {
+  std::vector<std::pair<std::string_view, size_t>> input_slots, output_slots;  // slot, first position
+  std::vector<std::string> inputs, outputs;
+};
+
 class LegacyNodeDecoder final : public NodeDecoder {
  public:
-  LegacyNodeDecoder(const std::shared_ptr<const LegacyContext>& context, const OpDesc& op) : context_(context), op_(op) {
-    for (const OpSlot& slot : op.inputs) {
-      if (!slot.arguments.empty()) input_slots_.emplace_back(slot.parameter, inputs_.size());
-      for (std::string_view argument : slot.arguments) inputs_.push_back(argument);
-    }
-    for (const OpSlot& slot : op.outputs) {
-      if (!slot.arguments.empty()) output_slots_.emplace_back(slot.parameter, outputs_.size());
-      for (std::string_view argument : slot.arguments) {
-        outputs_.push_back(context->used.count(argument) ? argument : std::string_view());
+  LegacyNodeDecoder(const OpDesc& op, LegacyOpValues values) : op_(op), values_(std::move(values)) {
+    name_ = op.type;
+    for (const std::string& output : values_.outputs) {
+      if (!output.empty()) {
+        name_ = output;
+        break;
       }
     }
-    name_ = outputs_.empty() ? std::string(op.type) : std::string(firstOutput());
   }
 
   std::string_view opType() const override { return op_.type; }
   std::string_view name() const override { return name_; }
-  size_t numInputs() const override { return inputs_.size(); }
-  std::string_view inputName(size_t i) const override { return inputs_[i]; }
-  std::optional<size_t> inputIndex(std::string_view slot) const override { return find(input_slots_, slot); }
-  size_t numOutputs() const override { return outputs_.size(); }
-  std::string_view outputName(size_t i) const override { return outputs_[i]; }
-  std::optional<size_t> outputIndex(std::string_view slot) const { return find(output_slots_, slot); }
+  size_t numInputs() const override { return values_.inputs.size(); }
+  std::string_view inputName(size_t i) const override { return values_.inputs[i]; }
+  std::optional<size_t> inputIndex(std::string_view slot) const override { return find(values_.input_slots, slot); }
+  size_t numOutputs() const override { return values_.outputs.size(); }
+  std::string_view outputName(size_t i) const override { return values_.outputs[i]; }
+  std::optional<size_t> outputIndex(std::string_view slot) const { return find(values_.output_slots, slot); }
   std::vector<std::string_view> attributeNames() const override {
     std::vector<std::string_view> names;
     for (const OpAttr& attr : op_.attrs) names.push_back(attr.name);
@@ -99,13 +103,6 @@ class LegacyNodeDecoder final : public NodeDecoder {
       if (name == slot) return position;
     }
     return std::nullopt;
-  }
-
-  std::string_view firstOutput() const {
-    for (const OpSlot& slot : op_.outputs) {
-      if (!slot.arguments.empty()) return slot.arguments.front();
-    }
-    return op_.type;
   }
 
   AttrValue decode(const OpAttr& attr) const {
@@ -132,13 +129,9 @@ class LegacyNodeDecoder final : public NodeDecoder {
     }
   }
 
-  std::shared_ptr<const LegacyContext> context_;
   const OpDesc& op_;
+  LegacyOpValues values_;
   std::string name_;
-  std::vector<std::string_view> inputs_;
-  std::vector<std::string_view> outputs_;
-  std::vector<std::pair<std::string_view, size_t>> input_slots_;
-  std::vector<std::pair<std::string_view, size_t>> output_slots_;
 };
 
 // The variable a feed op writes or a fetch op reads, with its col.
@@ -160,22 +153,59 @@ class LegacyBlockDecoder final : public GraphDecoder {
     const LegacyProgram& program = context->program;
     const BlockDesc& block = program.program().blocks.front();
     std::vector<std::pair<int64_t, std::string_view>> feeds, fetches;
+    std::vector<const OpDesc*> ops;
     for (const OpDesc& op : block.ops) {
       if (op.type == "feed") {
         feeds.push_back(columnOf(op, true));
       } else if (op.type == "fetch") {
         fetches.push_back(columnOf(op, false));
       } else {
-        nodes_.push_back(std::make_unique<LegacyNodeDecoder>(context, op));
+        ops.push_back(&op);
       }
     }
     std::sort(feeds.begin(), feeds.end());
     std::sort(fetches.begin(), fetches.end());
-    for (const auto& [col, var] : feeds) inputs_.push_back(var);
-    for (const auto& [col, var] : fetches) outputs_.push_back(var);
-    if (outputs_.empty()) raise(program.path(), ": the program fetches nothing (no fetch op)");
+    for (const auto& [col, var] : feeds) inputs_.emplace_back(var);
     for (const VarDesc& var : block.vars) {
       if (var.persistable && !isFeedOrFetch(var)) weights_.push_back(&var);
+    }
+    // SSA: the current version of each variable; inputs and weights are defined first.
+    std::map<std::string_view, std::string> current;
+    std::map<std::string_view, int> versions;
+    for (const std::string& input : inputs_) current[input] = input;
+    for (const VarDesc* var : weights_) current[var->name] = std::string(var->name);
+    auto read = [&](std::string_view var) {
+      auto found = current.find(var);
+      return found != current.end() ? found->second : std::string(var);
+    };
+    std::vector<LegacyOpValues> values(ops.size());
+    for (size_t n = 0; n < ops.size(); ++n) {
+      for (const OpSlot& slot : ops[n]->inputs) {
+        if (!slot.arguments.empty()) values[n].input_slots.emplace_back(slot.parameter, values[n].inputs.size());
+        for (std::string_view argument : slot.arguments) values[n].inputs.push_back(read(argument));
+      }
+      for (const OpSlot& slot : ops[n]->outputs) {
+        if (!slot.arguments.empty()) values[n].output_slots.emplace_back(slot.parameter, values[n].outputs.size());
+        for (std::string_view argument : slot.arguments) {
+          auto found = current.find(argument);
+          std::string name = found == current.end() ? std::string(argument)
+                                                    : std::string(argument) + "@" + std::to_string(++versions[argument]);
+          current[argument] = name;
+          values[n].outputs.push_back(std::move(name));
+        }
+      }
+    }
+    for (const auto& [col, var] : fetches) outputs_.push_back(read(var));
+    if (outputs_.empty()) raise(program.path(), ": the program fetches nothing (no fetch op)");
+    // Outputs nothing reads are unnamed: translators may leave them out (batch_norm's
+    // statistics, reshape2's XShape).
+    std::set<std::string_view> used(outputs_.begin(), outputs_.end());
+    for (const LegacyOpValues& op : values) used.insert(op.inputs.begin(), op.inputs.end());
+    for (size_t n = 0; n < ops.size(); ++n) {
+      for (std::string& output : values[n].outputs) {
+        if (!used.count(output)) output.clear();
+      }
+      nodes_.push_back(std::make_unique<LegacyNodeDecoder>(*ops[n], std::move(values[n])));
     }
   }
 
@@ -218,10 +248,10 @@ class LegacyBlockDecoder final : public GraphDecoder {
  private:
   std::shared_ptr<const LegacyContext> context_;
   std::string name_;
-  std::vector<std::string_view> inputs_;
+  std::vector<std::string> inputs_;
   std::vector<const VarDesc*> weights_;
   std::vector<std::unique_ptr<LegacyNodeDecoder>> nodes_;
-  std::vector<std::string_view> outputs_;
+  std::vector<std::string> outputs_;
 };
 
 }  // namespace
@@ -239,12 +269,7 @@ std::vector<ParameterSpec> LegacyProgram::parameterSpecs() const {
 }
 
 std::shared_ptr<GraphDecoder> LegacyProgram::mainGraph(std::map<std::string, Tensor> tensors, std::string name) const {
-  auto context = std::make_shared<LegacyContext>(LegacyContext{*this, {}, std::move(tensors)});
-  for (const BlockDesc& block : program_.blocks) {
-    for (const OpDesc& op : block.ops) {
-      for (const OpSlot& slot : op.inputs) context->used.insert(slot.arguments.begin(), slot.arguments.end());
-    }
-  }
+  auto context = std::make_shared<LegacyContext>(LegacyContext{*this, std::move(tensors)});
   return std::make_shared<LegacyBlockDecoder>(context, std::move(name));
 }
 
