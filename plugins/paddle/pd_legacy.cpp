@@ -1,6 +1,7 @@
 #include "pd_legacy.h"
 
 #include <algorithm>
+#include <deque>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -85,6 +86,12 @@ class LegacyNodeDecoder final : public NodeDecoder {
   size_t numOutputs() const override { return values_.outputs.size(); }
   std::string_view outputName(size_t i) const override { return values_.outputs[i]; }
   std::optional<size_t> outputIndex(std::string_view slot) const { return find(values_.output_slots, slot); }
+  // Unnames the outputs not in `used`.
+  void keepOutputs(const std::set<std::string>& used) {
+    for (std::string& output : values_.outputs) {
+      if (!used.count(output)) output.clear();
+    }
+  }
   std::vector<std::string_view> attributeNames() const override {
     std::vector<std::string_view> names;
     for (const OpAttr& attr : op_.attrs) names.push_back(attr.name);
@@ -146,73 +153,136 @@ std::pair<int64_t, std::string_view> columnOf(const OpDesc& op, bool feed) {
   return {col, {}};
 }
 
+const std::vector<std::string_view>* slotOf(const std::vector<OpSlot>& slots, std::string_view name) {
+  for (const OpSlot& slot : slots) {
+    if (slot.parameter == name) return &slot.arguments;
+  }
+  return nullptr;
+}
+
+int32_t subBlockOf(const OpDesc& op) {
+  for (const OpAttr& attr : op.attrs) {
+    if (attr.name == "sub_block") return attr.block_idx;
+  }
+  return -1;
+}
+
+// The current version of each variable: SSA names for a block's reads and writes. Versions
+// are numbered across the program, so a name is never made twice.
+class Versions {
+ public:
+  explicit Versions(std::shared_ptr<std::map<std::string, int>> counters) : counters_(std::move(counters)) {}
+
+  std::string read(std::string_view var) const {
+    auto found = current_.find(std::string(var));
+    return found != current_.end() ? found->second : std::string(var);
+  }
+  bool defined(std::string_view var) const { return current_.count(std::string(var)) > 0; }
+  void define(std::string_view var, std::string name) { current_[std::string(var)] = std::move(name); }
+  // A write: the variable's name the first time, a new version after.
+  std::string write(std::string_view var) {
+    std::string name(var);
+    if (defined(var) || counters_->count(name)) name += "@" + std::to_string(++(*counters_)[name]);
+    else (*counters_)[name] = 0;
+    current_[std::string(var)] = name;
+    return name;
+  }
+
+ private:
+  std::shared_ptr<std::map<std::string, int>> counters_;
+  std::map<std::string, std::string> current_;
+};
+
+class LegacyBlockDecoder;
+
+// A node Estuary makes from legacy control flow: a while as a Loop (its sub-block the
+// body), an if/else (two conditional_blocks and the select_input joining them) as an If.
+class LegacyControlNode final : public NodeDecoder {
+ public:
+  LegacyControlNode(std::string op, std::string name, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                    std::vector<std::pair<std::string, AttrValue::GraphRef>> bodies)
+      : op_(std::move(op)), name_(std::move(name)), inputs_(std::move(inputs)), outputs_(std::move(outputs)),
+        bodies_(std::move(bodies)) {}
+
+  std::string_view opType() const override { return op_; }
+  std::string_view name() const override { return name_; }
+  size_t numInputs() const override { return inputs_.size(); }
+  std::string_view inputName(size_t i) const override { return inputs_[i]; }
+  size_t numOutputs() const override { return outputs_.size(); }
+  std::string_view outputName(size_t i) const override { return outputs_[i]; }
+  std::vector<std::string_view> attributeNames() const override {
+    std::vector<std::string_view> names;
+    for (const auto& [name, body] : bodies_) names.push_back(name);
+    return names;
+  }
+  std::optional<AttrValue> attribute(std::string_view name) const override {
+    for (const auto& [key, body] : bodies_) {
+      if (key == name) return AttrValue{body, "BLOCK"};
+    }
+    return std::nullopt;
+  }
+  std::vector<AttrValue::GraphRef> subgraphs() const override {
+    std::vector<AttrValue::GraphRef> graphs;
+    for (const auto& [name, body] : bodies_) graphs.push_back(body);
+    return graphs;
+  }
+  std::vector<std::string>& outputs() { return outputs_; }
+
+ private:
+  std::string op_;
+  std::string name_;
+  std::vector<std::string> inputs_;
+  std::vector<std::string> outputs_;
+  std::vector<std::pair<std::string, AttrValue::GraphRef>> bodies_;
+};
+
+// A block as a graph. The main block (0): feeds are the inputs, persistable variables the
+// weights, fetches the outputs. A sub-block: the inputs given (a loop body's iteration,
+// condition and loop variables) and the final versions of the variables given as outputs;
+// it reads the rest of its parents' variables by the versions current where it runs.
 class LegacyBlockDecoder final : public GraphDecoder {
  public:
+  // The main block.
   LegacyBlockDecoder(const std::shared_ptr<const LegacyContext>& context, std::string name)
       : context_(context), name_(std::move(name)) {
-    const LegacyProgram& program = context->program;
-    const BlockDesc& block = program.program().blocks.front();
+    const BlockDesc& block = context->program.program().blocks.front();
     std::vector<std::pair<int64_t, std::string_view>> feeds, fetches;
-    std::vector<const OpDesc*> ops;
     for (const OpDesc& op : block.ops) {
-      if (op.type == "feed") {
-        feeds.push_back(columnOf(op, true));
-      } else if (op.type == "fetch") {
-        fetches.push_back(columnOf(op, false));
-      } else {
-        ops.push_back(&op);
-      }
+      if (op.type == "feed") feeds.push_back(columnOf(op, true));
+      if (op.type == "fetch") fetches.push_back(columnOf(op, false));
     }
     std::sort(feeds.begin(), feeds.end());
     std::sort(fetches.begin(), fetches.end());
-    for (const auto& [col, var] : feeds) inputs_.emplace_back(var);
+    Versions versions(std::make_shared<std::map<std::string, int>>());
+    for (const auto& [col, var] : feeds) inputs_.push_back(versions.write(var));
     for (const VarDesc& var : block.vars) {
-      if (var.persistable && !isFeedOrFetch(var)) weights_.push_back(&var);
-    }
-    // SSA: the current version of each variable; inputs and weights are defined first.
-    std::map<std::string_view, std::string> current;
-    std::map<std::string_view, int> versions;
-    for (const std::string& input : inputs_) current[input] = input;
-    for (const VarDesc* var : weights_) current[var->name] = std::string(var->name);
-    auto read = [&](std::string_view var) {
-      auto found = current.find(var);
-      return found != current.end() ? found->second : std::string(var);
-    };
-    std::vector<LegacyOpValues> values(ops.size());
-    for (size_t n = 0; n < ops.size(); ++n) {
-      for (const OpSlot& slot : ops[n]->inputs) {
-        if (!slot.arguments.empty()) values[n].input_slots.emplace_back(slot.parameter, values[n].inputs.size());
-        for (std::string_view argument : slot.arguments) values[n].inputs.push_back(read(argument));
-      }
-      for (const OpSlot& slot : ops[n]->outputs) {
-        if (!slot.arguments.empty()) values[n].output_slots.emplace_back(slot.parameter, values[n].outputs.size());
-        for (std::string_view argument : slot.arguments) {
-          auto found = current.find(argument);
-          std::string name = found == current.end() ? std::string(argument)
-                                                    : std::string(argument) + "@" + std::to_string(++versions[argument]);
-          current[argument] = name;
-          values[n].outputs.push_back(std::move(name));
-        }
+      if (var.persistable && !isFeedOrFetch(var)) {
+        weights_.push_back(&var);
+        versions.write(var.name);
       }
     }
-    for (const auto& [col, var] : fetches) outputs_.push_back(read(var));
-    if (outputs_.empty()) raise(program.path(), ": the program fetches nothing (no fetch op)");
-    // Outputs nothing reads are unnamed: translators may leave them out (batch_norm's
-    // statistics, reshape2's XShape).
-    std::set<std::string_view> used(outputs_.begin(), outputs_.end());
-    for (const LegacyOpValues& op : values) used.insert(op.inputs.begin(), op.inputs.end());
-    for (size_t n = 0; n < ops.size(); ++n) {
-      for (std::string& output : values[n].outputs) {
-        if (!used.count(output)) output.clear();
-      }
-      nodes_.push_back(std::make_unique<LegacyNodeDecoder>(*ops[n], std::move(values[n])));
-    }
+    build(block, versions);
+    for (const auto& [col, var] : fetches) outputs_.push_back(versions.read(var));
+    if (outputs_.empty()) raise(context->program.path(), ": the program fetches nothing (no fetch op)");
+    nameUsedOutputs();
+  }
+
+  // A sub-block: `inputs` (already value names) and `defined` (variable -> name inside),
+  // returning the final versions of `results` (variables).
+  LegacyBlockDecoder(const std::shared_ptr<const LegacyContext>& context, const BlockDesc& block, std::string name,
+                     std::vector<std::string> inputs, const Versions& outer, const std::vector<std::string>& results)
+      : context_(context), name_(std::move(name)), inputs_(std::move(inputs)) {
+    Versions versions = outer;
+    build(block, versions);
+    for (const std::string& var : results) outputs_.push_back(versions.read(var));
+    nameUsedOutputs();
   }
 
   std::string name() const override { return name_; }
   size_t numInputs() const override { return inputs_.size(); }
   std::string_view inputName(size_t i) const override { return inputs_[i]; }
   TensorType inputType(size_t i, SymbolTable& symbols) const override {
+    if (!input_types_.empty()) return input_types_[i];
     const VarDesc* var = context_->var(0, inputs_[i]);
     std::optional<TensorDesc> tensor = var ? tensorOf(*var) : std::nullopt;
     if (!tensor) raise(context_->program.path(), ": input '", inputs_[i], "' is not a dense tensor variable");
@@ -220,10 +290,16 @@ class LegacyBlockDecoder final : public GraphDecoder {
     if (!dtype) raise(context_->program.path(), ": input '", inputs_[i], "' holds ", pdTypeName(tensor->data_type), " elements");
     std::vector<Dim> dims;
     for (size_t d = 0; d < tensor->dims.size(); ++d) {
-      dims.push_back(tensor->dims[d] < 0 ? symbols.fresh(std::string(inputs_[i]) + "_dim" + std::to_string(d))
-                                         : Dim(tensor->dims[d]));
+      dims.push_back(tensor->dims[d] < 0 ? symbols.fresh(inputs_[i] + "_dim" + std::to_string(d)) : Dim(tensor->dims[d]));
     }
     return TensorType(*dtype, Shape(std::move(dims)));
+  }
+  // A loop body's inputs: the iteration number and condition, then the loop variables,
+  // whose types the Loop gives them (left undeclared here).
+  void declareLoopInputs() {
+    input_types_.assign(inputs_.size(), TensorType());
+    input_types_[0] = TensorType(DType::I64, Shape(std::vector<Dim>{}));
+    input_types_[1] = TensorType(DType::Bool, Shape(std::vector<Dim>{}));
   }
   size_t numWeights() const override { return weights_.size(); }
   std::string_view weightName(size_t i) const override { return weights_[i]->name; }
@@ -235,9 +311,7 @@ class LegacyBlockDecoder final : public GraphDecoder {
   }
   Tensor weight(size_t i) const override {
     auto found = context_->tensors.find(std::string(weights_[i]->name));
-    if (found == context_->tensors.end()) {
-      raise(context_->program.path(), ": parameter '", weights_[i]->name, "' was not read");
-    }
+    if (found == context_->tensors.end()) raise(context_->program.path(), ": parameter '", weights_[i]->name, "' was not read");
     return found->second;
   }
   size_t numNodes() const override { return nodes_.size(); }
@@ -246,11 +320,152 @@ class LegacyBlockDecoder final : public GraphDecoder {
   std::string_view outputName(size_t i) const override { return outputs_[i]; }
 
  private:
+  // A conditional_block seen but not yet joined: its condition, block and variables.
+  struct Branch {
+    const OpDesc* op;
+    std::string condition;
+    Versions before;
+    std::vector<std::string> outputs;  // variables
+  };
+
+  void build(const BlockDesc& block, Versions& versions) {
+    std::map<std::string, const Branch*> branch_of;  // an output version -> its conditional_block
+    std::deque<Branch> branches;
+    for (const OpDesc& op : block.ops) {
+      if (op.type == "feed" || op.type == "fetch") continue;
+      if (op.type == "while") {
+        addWhile(op, versions);
+        continue;
+      }
+      if (op.type == "conditional_block") {
+        const std::vector<std::string_view>* condition = slotOf(op.inputs, "Cond");
+        const std::vector<std::string_view>* outputs = slotOf(op.outputs, "Out");
+        if (!condition || condition->size() != 1) fail(op, "has no single Cond input");
+        Branch& branch = branches.emplace_back(Branch{&op, versions.read(condition->front()), versions, {}});
+        for (std::string_view var : outputs ? *outputs : std::vector<std::string_view>{}) {
+          branch.outputs.emplace_back(var);
+          branch_of[versions.write(var)] = &branch;
+        }
+        continue;
+      }
+      if (op.type == "select_input") {
+        addSelect(op, versions, branch_of);
+        continue;
+      }
+      LegacyOpValues values;
+      for (const OpSlot& slot : op.inputs) {
+        if (!slot.arguments.empty()) values.input_slots.emplace_back(slot.parameter, values.inputs.size());
+        for (std::string_view argument : slot.arguments) values.inputs.push_back(versions.read(argument));
+      }
+      for (const OpSlot& slot : op.outputs) {
+        if (!slot.arguments.empty()) values.output_slots.emplace_back(slot.parameter, values.outputs.size());
+        for (std::string_view argument : slot.arguments) values.outputs.push_back(versions.write(argument));
+      }
+      for (const std::string& input : values.inputs) {
+        if (branch_of.count(input)) fail(op, "reads '", input, "', which a conditional_block writes without a select_input");
+      }
+      legacy_nodes_.push_back(std::make_unique<LegacyNodeDecoder>(op, std::move(values)));
+      nodes_.push_back(legacy_nodes_.back().get());
+    }
+  }
+
+  // while(Condition, X) -> Out: a Loop over the sub-block, its loop variables the Out
+  // variables other than the condition, which the body computes again.
+  void addWhile(const OpDesc& op, Versions& versions) {
+    const std::vector<std::string_view>* condition = slotOf(op.inputs, "Condition");
+    const std::vector<std::string_view>* written = slotOf(op.outputs, "Out");
+    int32_t body_block = subBlockOf(op);
+    const std::vector<BlockDesc>& blocks = context_->program.program().blocks;
+    if (!condition || condition->size() != 1 || body_block <= 0 || static_cast<size_t>(body_block) >= blocks.size()) {
+      fail(op, "has no condition or no sub-block");
+    }
+    std::string loop_name = "while_" + std::to_string(body_block);
+    std::vector<std::string> carried;
+    for (std::string_view var : written ? *written : std::vector<std::string_view>{}) {
+      if (var != condition->front()) carried.emplace_back(var);
+    }
+    std::vector<std::string> inputs = {versions.read(condition->front())};
+    std::vector<std::string> body_inputs = {loop_name + "/iteration", loop_name + "/condition"};
+    Versions inside = versions;
+    for (const std::string& var : carried) {
+      if (!versions.defined(var)) fail(op, "carries '", var, "' into the loop before anything writes it");
+      inputs.push_back(versions.read(var));
+      body_inputs.push_back(inside.write(var));
+    }
+    std::vector<std::string> results = {std::string(condition->front())};
+    results.insert(results.end(), carried.begin(), carried.end());
+    auto body = std::make_shared<LegacyBlockDecoder>(context_, blocks[static_cast<size_t>(body_block)], loop_name,
+                                                     body_inputs, inside, results);
+    body->declareLoopInputs();
+    std::vector<std::string> outputs;
+    for (const std::string& var : carried) outputs.push_back(versions.write(var));
+    control_nodes_.push_back(std::make_unique<LegacyControlNode>(
+        "while", loop_name, inputs, outputs, std::vector<std::pair<std::string, AttrValue::GraphRef>>{{"body", body}}));
+    nodes_.push_back(control_nodes_.back().get());
+  }
+
+  // select_input(X = [value if false, value if true], Mask) joining the outputs of two
+  // conditional_blocks: an If on the mask whose branches are their sub-blocks.
+  void addSelect(const OpDesc& op, Versions& versions, const std::map<std::string, const Branch*>& branch_of) {
+    const std::vector<std::string_view>* choices = slotOf(op.inputs, "X");
+    const std::vector<std::string_view>* mask = slotOf(op.inputs, "Mask");
+    const std::vector<std::string_view>* out = slotOf(op.outputs, "Out");
+    if (!choices || choices->size() != 2 || !mask || mask->size() != 1 || !out || out->size() != 1) {
+      fail(op, "is not a select between two values on one mask");
+    }
+    const std::vector<BlockDesc>& blocks = context_->program.program().blocks;
+    AttrValue::GraphRef sides[2];
+    for (int side = 0; side < 2; ++side) {
+      std::string value = versions.read((*choices)[static_cast<size_t>(side)]);
+      auto found = branch_of.find(value);
+      if (found == branch_of.end()) fail(op, "selects '", value, "', which no conditional_block writes");
+      const Branch& branch = *found->second;
+      int32_t sub_block = subBlockOf(*branch.op);
+      if (sub_block <= 0 || static_cast<size_t>(sub_block) >= blocks.size()) fail(*branch.op, "has no sub-block");
+      sides[side] = std::make_shared<LegacyBlockDecoder>(
+          context_, blocks[static_cast<size_t>(sub_block)], "cond_" + std::to_string(sub_block), std::vector<std::string>{},
+          branch.before, std::vector<std::string>{std::string((*choices)[static_cast<size_t>(side)])});
+    }
+    std::string result = versions.write(out->front());
+    control_nodes_.push_back(std::make_unique<LegacyControlNode>(
+        "select_input", result, std::vector<std::string>{versions.read(mask->front())}, std::vector<std::string>{result},
+        std::vector<std::pair<std::string, AttrValue::GraphRef>>{{"then_branch", sides[1]}, {"else_branch", sides[0]}}));
+    nodes_.push_back(control_nodes_.back().get());
+  }
+
+  // Outputs nothing reads are unnamed: translators may leave them out (batch_norm's
+  // statistics, reshape2's XShape).
+  void nameUsedOutputs() {
+    std::set<std::string> used(outputs_.begin(), outputs_.end());
+    for (const NodeDecoder* node : nodes_) {
+      for (size_t i = 0; i < node->numInputs(); ++i) used.emplace(node->inputName(i));
+      for (const AttrValue::GraphRef& body : node->subgraphs()) collectReads(*body, used);
+    }
+    for (auto& node : legacy_nodes_) node->keepOutputs(used);
+  }
+
+  static void collectReads(const GraphDecoder& graph, std::set<std::string>& used) {
+    for (size_t i = 0; i < graph.numOutputs(); ++i) used.emplace(graph.outputName(i));
+    for (size_t n = 0; n < graph.numNodes(); ++n) {
+      const NodeDecoder& node = graph.node(n);
+      for (size_t i = 0; i < node.numInputs(); ++i) used.emplace(node.inputName(i));
+      for (const AttrValue::GraphRef& body : node.subgraphs()) collectReads(*body, used);
+    }
+  }
+
+  template <typename... Parts>
+  [[noreturn]] void fail(const OpDesc& op, const Parts&... parts) const {
+    raise(context_->program.path(), ": block '", name_, "': op ", op.type, " ", parts...);
+  }
+
   std::shared_ptr<const LegacyContext> context_;
   std::string name_;
   std::vector<std::string> inputs_;
+  std::vector<TensorType> input_types_;
   std::vector<const VarDesc*> weights_;
-  std::vector<std::unique_ptr<LegacyNodeDecoder>> nodes_;
+  std::vector<std::unique_ptr<LegacyNodeDecoder>> legacy_nodes_;
+  std::vector<std::unique_ptr<LegacyControlNode>> control_nodes_;
+  std::vector<const NodeDecoder*> nodes_;
   std::vector<std::string> outputs_;
 };
 

@@ -143,17 +143,55 @@ Results pirIf(NodeContext& node) {
       ->outputs();
 }
 
-// pd_op.while(cond, init...): the body takes the loop values and yields the next condition
-// and values, as an ONNX Loop body does (its decoder adds the iteration and condition inputs).
+// pd_op.while(cond, init...) and the legacy while the view makes of a while op: the body takes
+// the loop values and yields the next condition and values, as an ONNX Loop body does (its
+// decoder adds the iteration and condition inputs).
+// The body's loop variables take the initial values' element types and ranks, their dims
+// left unknown (they may change from one iteration to the next); a legacy sub-block does
+// not declare them.
 Results pirWhile(NodeContext& node) {
   std::vector<Value*> inputs = {nullptr};
-  for (size_t i = 0; i < node.numInputs(); ++i) inputs.push_back(node.requiredInput(i));
-  return node.emit("Loop", inputs, {{"body", node.subgraph("body")}}, node.numOutputs())->outputs();
+  std::vector<TensorType> types = {TensorType(DType::I64, Shape(std::vector<Dim>{})),
+                                   TensorType(DType::Bool, Shape(std::vector<Dim>{}))};
+  for (size_t i = 0; i < node.numInputs(); ++i) {
+    Value* value = node.requiredInput(i);
+    inputs.push_back(value);
+    if (i == 0) continue;
+    const Shape& shape = value->shape();
+    types.push_back(shape.isRanked() ? TensorType(value->dtype(), Shape(std::vector<Dim>(shape.rank())))
+                                     : TensorType(value->dtype(), Shape::unranked()));
+  }
+  return node.emit("Loop", inputs, {{"body", node.subgraph("body", types)}}, node.numOutputs())->outputs();
+}
+
+// select_input (legacy): the If the view made of an if/else's two conditional_blocks, on
+// the mask that picks the true side.
+Results selectInput(NodeContext& node) {
+  return node.emit("If", {node.cast(node.requiredInput(0), DType::Bool)},
+                   {{"then_branch", node.subgraph("then_branch")}, {"else_branch", node.subgraph("else_branch")}},
+                   node.numOutputs())
+      ->outputs();
+}
+
+// fill_constant (legacy): a constant of `shape` (or the ShapeTensor input), `dtype`, every
+// element `value` (or str_value, which keeps large integers exact).
+Results fillConstant(NodeContext& node) {
+  std::optional<std::vector<int64_t>> shape = intsOf(node, 0, "shape", "ShapeTensor");
+  if (!shape) node.fail("has no shape");
+  DType dtype = node.attr<DType>("dtype", DType::F32);
+  double value = node.attr<double>("value", 0.0);
+  std::string text = node.attr<std::string>("str_value", "");
+  if (!text.empty()) value = std::stod(text);
+  Tensor tensor = dtype == DType::F16 || dtype == DType::BF16 ? filled(node, DType::F32, *shape, value)
+                                                              : filled(node, dtype, *shape, value);
+  Value* constant = node.constant(std::move(tensor));
+  return {constant->dtype() == dtype ? constant : node.cast(constant, dtype)};
 }
 
 }  // namespace
 
 void addGraphTranslators(TranslatorTable& table) {
+  table.add("while", pirWhile).add("select_input", selectInput).add("fill_constant", fillConstant);
   table.add("pd_op", "full", full).add("pd_op", "full_int_array", fullIntArray).add("pd_op", "full_like", fullLike)
       .add("pd_op", "if", pirIf).add("pd_op", "while", pirWhile);
 }

@@ -57,14 +57,20 @@ Results scale(NodeContext& node) {
   Value* x = requiredIn(node, 0, "X");
   Value* factor = isPir(node) ? requiredIn(node, 1, "") : in(node, 1, "ScaleTensor");
   if (!factor) factor = node.constant(Tensor::scalar<float>(DType::F32, static_cast<float>(node.attr<double>("scale", 1.0))));
+  // Paddle writes `x + c` as scale(x, 1.0, bias=c): a factor known to be 1 multiplies nothing.
+  const Tensor* known = constantTensor(factor);
+  const bool unit = known && known->numElements() == 1 &&
+                    ((known->dtype() == DType::F32 && *known->data<float>() == 1.f) ||
+                     (known->dtype() == DType::F64 && *known->data<double>() == 1.0));
   factor = node.cast(node.emitValue("Reshape", {factor, node.constantInts({})}), x->dtype());
   const double bias = node.attr<double>("bias", 0.0);
   Value* shift = node.cast(node.constant(Tensor::scalar<float>(DType::F32, static_cast<float>(bias))), x->dtype());
+  auto times = [&](Value* value) { return unit ? value : node.emitValue("Mul", {value, factor}); };
   if (node.attr<bool>("bias_after_scale", true)) {
-    Value* scaled = node.emitValue("Mul", {x, factor});
-    return bySlot(node, {{"Out", bias == 0.0 ? scaled : node.emitValue("Add", {scaled, shift})}});
+    Value* scaled = times(x);
+    return bySlot(node, {{"Out", bias == 0.0 ? node.emitValue("Identity", {scaled}) : node.emitValue("Add", {scaled, shift})}});
   }
-  return bySlot(node, {{"Out", node.emitValue("Mul", {bias == 0.0 ? x : node.emitValue("Add", {x, shift}), factor})}});
+  return bySlot(node, {{"Out", times(bias == 0.0 ? x : node.emitValue("Add", {x, shift}))}});
 }
 
 // mean, sum, max, min, prod over axes (PIR: operand 1; legacy reduce_*: dim, reduce_all);

@@ -249,7 +249,7 @@ void GraphTranslator::defineWeights(const GraphDecoder& decoder) {
   for (const auto& [name, value] : makeWeights(decoder)) define(name, value, [] { return std::string("a weight"); });
 }
 
-void GraphTranslator::translate(const GraphDecoder& decoder) {
+void GraphTranslator::translate(const GraphDecoder& decoder, const std::vector<TensorType>& input_types) {
   // Weights first: a graph input of the same name (ONNX models of IR version < 4 list every
   // initializer as an input too) is then a constant, not an input.
   std::vector<std::pair<std::string_view, Value*>> weights = makeWeights(decoder);
@@ -257,7 +257,8 @@ void GraphTranslator::translate(const GraphDecoder& decoder) {
     std::string_view name = decoder.inputName(i);
     bool is_weight = std::any_of(weights.begin(), weights.end(), [&](const auto& entry) { return entry.first == name; });
     if (is_weight) continue;
-    Value* value = graph_.addInput(scoped(name), decoder.inputType(i, session_.symbols()));
+    const bool given = i < input_types.size() && input_types[i].dtype != DType::Undefined;
+    Value* value = graph_.addInput(scoped(name), given ? input_types[i] : decoder.inputType(i, session_.symbols()));
     define(name, value, [] { return std::string("a graph input"); });
   }
   if (is_main_) {
@@ -341,11 +342,12 @@ void GraphTranslator::bindResults(const NodeDecoder& node, size_t index, const s
   }
 }
 
-std::shared_ptr<Graph> GraphTranslator::translateSubgraph(const GraphDecoder& body, std::string_view fallback_name) {
+std::shared_ptr<Graph> GraphTranslator::translateSubgraph(const GraphDecoder& body, std::string_view fallback_name,
+                                                          const std::vector<TensorType>& input_types) {
   std::string name = body.name();
   auto subgraph = std::make_shared<Graph>(name.empty() ? std::string(fallback_name) : name);
   GraphTranslator translator(session_, *subgraph, this, scope_, inline_depth_);
-  translator.translate(body);
+  translator.translate(body, input_types);
   return subgraph;
 }
 

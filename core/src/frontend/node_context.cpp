@@ -91,10 +91,10 @@ size_t NodeContext::usedOutputs() const {
 
 bool NodeContext::hasAttr(std::string_view name) const { return node_.hasAttribute(name); }
 
-std::shared_ptr<Graph> NodeContext::subgraph(std::string_view name) {
+std::shared_ptr<Graph> NodeContext::subgraph(std::string_view name, const std::vector<TensorType>& input_types) {
   AttrValue::GraphRef body = attr<AttrValue::GraphRef>(name);
   if (!body) fail("attribute '", name, "' holds no graph");
-  return translator_.translateSubgraph(*body, name);
+  return translator_.translateSubgraph(*body, name, input_types);
 }
 
 Node* NodeContext::emit(std::string_view op_type, const std::vector<Value*>& inputs, Attributes attributes,

@@ -95,8 +95,9 @@ class GraphTranslator {
   GraphTranslator(TranslationSession& session, Graph& graph, const GraphTranslator* parent = nullptr,
                   std::string scope = {}, int inline_depth = 0);
 
-  // Translates a whole graph: inputs, weights, nodes, outputs.
-  void translate(const GraphDecoder& decoder);
+  // Translates a whole graph: inputs, weights, nodes, outputs. `input_types[i]`, where given
+  // (dtype not Undefined), is input i's type in place of what the decoder declares.
+  void translate(const GraphDecoder& decoder, const std::vector<TensorType>& input_types = {});
 
   // The value a framework name denotes here or in an enclosing graph: false when nothing
   // defines it; `value` is nullptr for a name bound to an absent optional input.
@@ -107,8 +108,10 @@ class GraphTranslator {
   void define(std::string_view name, Value* value, const std::function<std::string()>& by);
 
   // `body` translated as a subgraph of this graph, seeing its values; named after the body,
-  // or `fallback_name` when the body has none.
-  std::shared_ptr<Graph> translateSubgraph(const GraphDecoder& body, std::string_view fallback_name);
+  // or `fallback_name` when the body has none. `input_types` as for translate() (a loop
+  // body whose format leaves its inputs' types to the loop).
+  std::shared_ptr<Graph> translateSubgraph(const GraphDecoder& body, std::string_view fallback_name,
+                                           const std::vector<TensorType>& input_types = {});
   // `body` translated in place, under the name scope `base` (made unique), its formal
   // inputs standing for `arguments` (nullptr: absent); returns its outputs.
   std::vector<Value*> inlineGraph(const GraphDecoder& body, const std::vector<Value*>& arguments,

@@ -81,8 +81,9 @@ class NodeContext {
     return attr<T>(name);
   }
   // A graph attribute translated as a subgraph that sees this graph's values (ONNX's If
-  // branches and Loop body).
-  std::shared_ptr<Graph> subgraph(std::string_view name);
+  // branches and Loop body); `input_types` where given type its inputs instead of the
+  // decoder (GraphTranslator::translate).
+  std::shared_ptr<Graph> subgraph(std::string_view name, const std::vector<TensorType>& input_types = {});
 
   // --- Building -------------------------------------------------------------------------
   // Appends a node named after the framework node, with `attributes`, and infers its types.
