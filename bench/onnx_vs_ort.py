@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+import bench_common as common
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CNNS = ("resnet50", "mobilenet_v2")
 ALL_MODELS = ("resnet50", "mobilenet_v2", "bert_encoder", "gpt2_decoder")
@@ -40,18 +42,6 @@ def peak_rss_mib():
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
-def timed_runs(run, min_iterations, min_seconds, warmup):
-    for _ in range(warmup):
-        run()
-    times = []
-    started = time.perf_counter()
-    while len(times) < min_iterations or time.perf_counter() - started < min_seconds:
-        begin = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - begin) * 1e3)
-    return times
 
 
 def worker(args):
@@ -75,7 +65,7 @@ def worker(args):
         session = ort.InferenceSession(args.onnx, options, providers=["CPUExecutionProvider"])
         run = lambda: session.run(None, inputs)  # noqa: E731
     build_seconds = time.perf_counter() - started
-    times = timed_runs(run, args.iterations, args.seconds, args.warmup)
+    times = common.timed(run, args.iterations, args.seconds, args.warmup)
     print(json.dumps({
         "build_s": build_seconds,
         "median_ms": statistics.median(times),
