@@ -182,7 +182,7 @@ class Comparison:
     framework: str  # the framework engine's name in the table
     framework_env: str  # its environment under .venvs, also its worker's name
     converter: str  # the ONNX converter's name in the table
-    converter_env: str  # its environment, made from bench/envs/<name>.txt
+    converter_env: str  # its environment, made from bench/envs/<name>.txt; None: the framework's own
     make_models: object  # (directory) -> None, run in framework_env
     worker: object  # (args) -> None: times the framework engine with report()
     converter_command: object  # (saved, onnx_path) -> the converter's command line
@@ -212,7 +212,8 @@ def main(comparison, description):
         args.threads = args.threads[0]
         return comparison.worker(args) if args.worker == comparison.framework_env else common_worker(args)
 
-    ensure_environment(comparison.converter_env)
+    if comparison.converter_env:
+        ensure_environment(comparison.converter_env)
     os.makedirs(args.workdir, exist_ok=True)
     if not all(os.path.exists(os.path.join(args.workdir, f"{model}.npz")) for model in comparison.models):
         print(f"making the models in {comparison.framework}'s environment", file=sys.stderr, flush=True)

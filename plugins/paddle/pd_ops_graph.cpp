@@ -59,17 +59,6 @@ std::optional<double> scalarOf(NodeContext& node, size_t pir_position, std::stri
   return node.attr<double>(legacy_attr);
 }
 
-size_t rankOf(NodeContext& node, const Value* value) {
-  if (!value->shape().isRanked()) node.fail("the rank of '", value->name(), "' is not known here");
-  return value->shape().rank();
-}
-
-int64_t normalizedAxis(NodeContext& node, int64_t axis, size_t rank) {
-  const auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) node.fail("axis ", axis, " is outside a rank-", rank, " tensor");
-  return axis < 0 ? axis + r : axis;
-}
-
 Value* int64s(NodeContext& node, Value* value) {
   if (value->dtype() == DType::I64) return value;
   if (std::optional<std::vector<int64_t>> known = foldedInts(node, value); known && value->shape().isStatic()) {
@@ -197,15 +186,9 @@ void addGraphTranslators(TranslatorTable& table) {
 }
 
 const TranslatorTable& pdTranslators() {
-  static const TranslatorTable* table = [] {
-    auto* translators = new TranslatorTable;
-    addNnTranslators(*translators);
-    addMathTranslators(*translators);
-    addArrayTranslators(*translators);
-    addGraphTranslators(*translators);
-    return translators;
-  }();
-  return *table;
+  static const TranslatorTable& table =
+      TranslatorTable::filledBy({addNnTranslators, addMathTranslators, addArrayTranslators, addGraphTranslators});
+  return table;
 }
 
 }  // namespace estuary::paddle_frontend

@@ -34,8 +34,6 @@ std::optional<std::vector<int64_t>> intsOf(NodeContext& node, size_t pir_positio
 // The same for a scalar (a PIR pd_op.full operand, a legacy float attribute).
 std::optional<double> scalarOf(NodeContext& node, size_t pir_position, std::string_view legacy_attr);
 
-size_t rankOf(NodeContext& node, const Value* value);
-int64_t normalizedAxis(NodeContext& node, int64_t axis, size_t rank);
 Value* int64s(NodeContext& node, Value* value);
 
 void addNnTranslators(TranslatorTable& table);

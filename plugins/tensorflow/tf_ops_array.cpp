@@ -11,7 +11,6 @@ namespace estuary::tensorflow_frontend {
 namespace {
 
 constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();
-constexpr int64_t kFromEnd = std::numeric_limits<int64_t>::min();
 
 Results constant(NodeContext& node) { return {node.constant(node.attr<Tensor>("value"))}; }
 
@@ -79,89 +78,14 @@ Results rank(NodeContext& node) {
   return {node.constant(Tensor::scalar<int32_t>(DType::I32, static_cast<int32_t>(rankOf(node, node.requiredInput(0)))))};
 }
 
-// Element i of a 1-D integer value, as a 1-element i64 value.
-Value* elementOf(NodeContext& node, Value* vector, int64_t i) {
-  return node.emitValue("Slice", {vector, node.constantInts({i}), node.constantInts({i + 1}), node.constantInts({0})});
-}
-
-// StridedSlice: begin, end and strides hold one entry per slice spec; the masks' bits say
-// which specs take the whole dim (begin_mask, end_mask), are an ellipsis covering the dims
-// no spec names, insert a new axis, or pick one index and drop the dim (shrink_axis_mask).
-// It becomes a Slice over the input's dims, a Squeeze of the dropped dims and an Unsqueeze
-// of the new ones. Strides must be known; begin and end may be computed at run time.
+// StridedSlice: the layer's strided slice; strides must be known, begin and end may be
+// computed at run time.
 Results stridedSlice(NodeContext& node) {
-  Value* x = node.requiredInput(0);
-  const size_t rank = rankOf(node, x);
-  std::vector<int64_t> strides = knownInput(node, 3, "strides");
-  Value* begin = asInt64(node, node.requiredInput(1));
-  Value* end = asInt64(node, node.requiredInput(2));
-  std::optional<std::vector<int64_t>> known_begin = foldedInts(node, begin);
-  std::optional<std::vector<int64_t>> known_end = foldedInts(node, end);
   const auto mask = [&](const char* name) { return node.attr<int64_t>(name, 0); };
-  const int64_t begin_mask = mask("begin_mask"), end_mask = mask("end_mask"), ellipsis_mask = mask("ellipsis_mask");
-  const int64_t new_axis_mask = mask("new_axis_mask"), shrink_mask = mask("shrink_axis_mask");
-  const int64_t specs = static_cast<int64_t>(strides.size());
-  int64_t real_specs = 0;
-  for (int64_t i = 0; i < specs; ++i) {
-    if (!(ellipsis_mask >> i & 1) && !(new_axis_mask >> i & 1)) ++real_specs;
-  }
-  std::vector<Value*> starts, ends;
-  std::vector<int64_t> axes, steps, dropped, inserted;
-  int64_t dim = 0, output_dim = 0;
-  bool seen_ellipsis = false;
-  auto bound = [&](Value* values, const std::optional<std::vector<int64_t>>& known, int64_t i, int64_t fallback,
-                   bool use_fallback) -> Value* {
-    if (use_fallback) return node.constantInts({fallback});
-    if (known) return node.constantInts({known->at(static_cast<size_t>(i))});
-    return elementOf(node, values, i);
-  };
-  for (int64_t i = 0; i < specs; ++i) {
-    if (ellipsis_mask >> i & 1) {
-      if (seen_ellipsis) node.fail("more than one ellipsis in the slice specs");
-      seen_ellipsis = true;
-      const int64_t covered = static_cast<int64_t>(rank) - real_specs;
-      dim += covered;
-      output_dim += covered;
-      continue;
-    }
-    if (new_axis_mask >> i & 1) {
-      inserted.push_back(output_dim++);
-      continue;
-    }
-    if (dim >= static_cast<int64_t>(rank)) node.fail("more slice specs than the input has dims (", rank, ")");
-    const int64_t step = strides[static_cast<size_t>(i)];
-    if (step == 0) node.fail("stride ", i, " is 0");
-    if (shrink_mask >> i & 1) {
-      // One index: [b, b + 1), where b + 1 of -1 is the end, not 0.
-      Value* start = bound(begin, known_begin, i, 0, false);
-      if (known_begin) {
-        const int64_t b = known_begin->at(static_cast<size_t>(i));
-        ends.push_back(node.constantInts({b == -1 ? kToEnd : b + 1}));
-      } else {
-        Value* next = node.emitValue("Add", {start, node.constantInts({1})});
-        Value* is_last = node.emitValue("Equal", {next, node.constantInts({0})});
-        ends.push_back(node.emitValue("Where", {is_last, node.constantInts({kToEnd}), next}));
-      }
-      starts.push_back(start);
-      steps.push_back(1);
-      dropped.push_back(dim);
-    } else {
-      starts.push_back(bound(begin, known_begin, i, step > 0 ? 0 : kToEnd, begin_mask >> i & 1));
-      ends.push_back(bound(end, known_end, i, step > 0 ? kToEnd : kFromEnd, end_mask >> i & 1));
-      steps.push_back(step);
-      ++output_dim;
-    }
-    axes.push_back(dim++);
-  }
-  Value* y = x;
-  if (!axes.empty()) {
-    Value* start_values = node.emitValue("Concat", starts, {{"axis", int64_t{0}}});
-    Value* end_values = node.emitValue("Concat", ends, {{"axis", int64_t{0}}});
-    y = node.emitValue("Slice", {x, start_values, end_values, node.constantInts(axes), node.constantInts(steps)});
-  }
-  if (!dropped.empty()) y = node.emitValue("Squeeze", {y, node.constantInts(dropped)});
-  if (!inserted.empty()) y = node.emitValue("Unsqueeze", {y, node.constantInts(inserted)});
-  return {y == x ? node.emitValue("Identity", {x}) : y};
+  StridedSliceMasks masks{mask("begin_mask"), mask("end_mask"), mask("ellipsis_mask"), mask("new_axis_mask"),
+                          mask("shrink_axis_mask")};
+  return {stridedSlice(node, node.requiredInput(0), asInt64(node, node.requiredInput(1)),
+                       asInt64(node, node.requiredInput(2)), knownInput(node, 3, "strides"), masks)};
 }
 
 // Slice: begin and size per dim; a size of -1 takes the rest.

@@ -36,17 +36,6 @@ bool channelsLast(NodeContext& node) {
   return *layout == Layout::ChannelsLast;
 }
 
-int64_t normalizedAxis(NodeContext& node, int64_t axis, size_t rank) {
-  const auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) node.fail("axis ", axis, " is outside a rank-", rank, " tensor");
-  return axis < 0 ? axis + r : axis;
-}
-
-size_t rankOf(NodeContext& node, const Value* value) {
-  if (!value->shape().isRanked()) node.fail("the rank of '", value->name(), "' is not known here");
-  return value->shape().rank();
-}
-
 namespace {
 
 // A variable's handle is its value here: the graph is translated for inference, the
@@ -364,15 +353,9 @@ void addGraphTranslators(TranslatorTable& table) {
 }
 
 const TranslatorTable& tfTranslators() {
-  static const TranslatorTable* table = [] {
-    auto* translators = new TranslatorTable;
-    addMathTranslators(*translators);
-    addNnTranslators(*translators);
-    addArrayTranslators(*translators);
-    addGraphTranslators(*translators);
-    return translators;
-  }();
-  return *table;
+  static const TranslatorTable& table =
+      TranslatorTable::filledBy({addMathTranslators, addNnTranslators, addArrayTranslators, addGraphTranslators});
+  return table;
 }
 
 }  // namespace estuary::tensorflow_frontend

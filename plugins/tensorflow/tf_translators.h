@@ -36,9 +36,5 @@ Value* asInt64List(NodeContext& node, Value* value);
 std::vector<int64_t> knownInput(NodeContext& node, size_t i, const char* what);
 // Whether the node's data_format attribute (default "NHWC") puts channels last.
 bool channelsLast(NodeContext& node);
-// An axis in [0, rank) for a possibly negative TensorFlow axis.
-int64_t normalizedAxis(NodeContext& node, int64_t axis, size_t rank);
-// The rank of a value whose shape is known by now; an error naming the node otherwise.
-size_t rankOf(NodeContext& node, const Value* value);
 
 }  // namespace estuary::tensorflow_frontend

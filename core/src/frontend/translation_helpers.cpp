@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
 
 #include "estuary/support/error.h"
 
@@ -137,6 +138,100 @@ std::optional<std::vector<int64_t>> foldedInts(const NodeContext& node, const Va
     return std::nullopt;
   }
   return node.knownInts(value);
+}
+
+size_t rankOf(const NodeContext& node, const Value* value) {
+  if (!value->shape().isRanked()) node.fail("the rank of '", value->name(), "' is not known here");
+  return value->shape().rank();
+}
+
+int64_t normalizedAxis(const NodeContext& node, int64_t axis, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) node.fail("axis ", axis, " is outside a rank-", rank, " tensor");
+  return axis < 0 ? axis + r : axis;
+}
+
+namespace {
+
+constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();
+constexpr int64_t kFromEnd = std::numeric_limits<int64_t>::min();
+
+// Element i of a 1-D integer value, as a 1-element i64 value.
+Value* elementOf(NodeContext& node, Value* vector, int64_t i) {
+  return node.emitValue("Slice", {vector, node.constantInts({i}), node.constantInts({i + 1}), node.constantInts({0})});
+}
+
+}  // namespace
+
+Value* stridedSlice(NodeContext& node, Value* x, Value* begin, Value* end, const std::vector<int64_t>& strides,
+                    const StridedSliceMasks& masks) {
+  const size_t rank = rankOf(node, x);
+  std::optional<std::vector<int64_t>> known_begin = foldedInts(node, begin);
+  std::optional<std::vector<int64_t>> known_end = foldedInts(node, end);
+  const int64_t begin_mask = masks.begin, end_mask = masks.end, ellipsis_mask = masks.ellipsis;
+  const int64_t new_axis_mask = masks.new_axis, shrink_mask = masks.shrink_axis;
+  const int64_t specs = static_cast<int64_t>(strides.size());
+  int64_t real_specs = 0;
+  for (int64_t i = 0; i < specs; ++i) {
+    if (!(ellipsis_mask >> i & 1) && !(new_axis_mask >> i & 1)) ++real_specs;
+  }
+  std::vector<Value*> starts, ends;
+  std::vector<int64_t> axes, steps, dropped, inserted;
+  int64_t dim = 0, output_dim = 0;
+  bool seen_ellipsis = false;
+  auto bound = [&](Value* values, const std::optional<std::vector<int64_t>>& known, int64_t i, int64_t fallback,
+                   bool use_fallback) -> Value* {
+    if (use_fallback) return node.constantInts({fallback});
+    if (known) return node.constantInts({known->at(static_cast<size_t>(i))});
+    return elementOf(node, values, i);
+  };
+  for (int64_t i = 0; i < specs; ++i) {
+    if (ellipsis_mask >> i & 1) {
+      if (seen_ellipsis) node.fail("more than one ellipsis in the slice specs");
+      seen_ellipsis = true;
+      const int64_t covered = static_cast<int64_t>(rank) - real_specs;
+      dim += covered;
+      output_dim += covered;
+      continue;
+    }
+    if (new_axis_mask >> i & 1) {
+      inserted.push_back(output_dim++);
+      continue;
+    }
+    if (dim >= static_cast<int64_t>(rank)) node.fail("more slice specs than the input has dims (", rank, ")");
+    const int64_t step = strides[static_cast<size_t>(i)];
+    if (step == 0) node.fail("stride ", i, " is 0");
+    if (shrink_mask >> i & 1) {
+      // One index: [b, b + 1), where b + 1 of -1 is the end, not 0.
+      Value* start = bound(begin, known_begin, i, 0, false);
+      if (known_begin) {
+        const int64_t b = known_begin->at(static_cast<size_t>(i));
+        ends.push_back(node.constantInts({b == -1 ? kToEnd : b + 1}));
+      } else {
+        Value* next = node.emitValue("Add", {start, node.constantInts({1})});
+        Value* is_last = node.emitValue("Equal", {next, node.constantInts({0})});
+        ends.push_back(node.emitValue("Where", {is_last, node.constantInts({kToEnd}), next}));
+      }
+      starts.push_back(start);
+      steps.push_back(1);
+      dropped.push_back(dim);
+    } else {
+      starts.push_back(bound(begin, known_begin, i, step > 0 ? 0 : kToEnd, begin_mask >> i & 1));
+      ends.push_back(bound(end, known_end, i, step > 0 ? kToEnd : kFromEnd, end_mask >> i & 1));
+      steps.push_back(step);
+      ++output_dim;
+    }
+    axes.push_back(dim++);
+  }
+  Value* y = x;
+  if (!axes.empty()) {
+    Value* start_values = node.emitValue("Concat", starts, {{"axis", int64_t{0}}});
+    Value* end_values = node.emitValue("Concat", ends, {{"axis", int64_t{0}}});
+    y = node.emitValue("Slice", {x, start_values, end_values, node.constantInts(axes), node.constantInts(steps)});
+  }
+  if (!dropped.empty()) y = node.emitValue("Squeeze", {y, node.constantInts(dropped)});
+  if (!inserted.empty()) y = node.emitValue("Unsqueeze", {y, node.constantInts(inserted)});
+  return y == x ? node.emitValue("Identity", {x}) : y;
 }
 
 }  // namespace estuary

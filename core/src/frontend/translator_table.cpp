@@ -24,6 +24,12 @@ const std::vector<TranslatorTable::Entry>* TranslatorTable::entriesOf(std::strin
   return found == ops->second.end() ? nullptr : &found->second;
 }
 
+const TranslatorTable& TranslatorTable::filledBy(std::initializer_list<void (*)(TranslatorTable&)> fills) {
+  auto* table = new TranslatorTable;
+  for (auto fill : fills) fill(*table);
+  return *table;
+}
+
 TranslatorTable& TranslatorTable::add(std::string_view domain, std::string_view op_type, TranslateFn translate,
                                       int64_t since, int64_t until) {
   if (!translate) raise("the translator of ", qualified(domain, op_type), " is empty");

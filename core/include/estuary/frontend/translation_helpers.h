@@ -69,6 +69,34 @@ Value* permute(NodeContext& node, Value* value, const std::vector<int64_t>& perm
 // A tensor's elements moved by `perm` into a new tensor.
 Tensor transposeTensor(const Tensor& tensor, const std::vector<int64_t>& perm);
 
+// --- Ranks and axes ------------------------------------------------------------------------
+
+// The rank of `value`, which must be known where the node is translated.
+size_t rankOf(const NodeContext& node, const Value* value);
+// `axis` of a rank-`rank` tensor, negative counting from the end, made non-negative; an error
+// naming the node when it lies outside.
+int64_t normalizedAxis(const NodeContext& node, int64_t axis, size_t rank);
+
+// --- Strided slices ------------------------------------------------------------------------
+
+// The masks of a strided slice as TensorFlow defines it (MindSpore's StridedSlice is the
+// same): bit i of each says slice spec i takes the whole dim from the start (begin) or to the
+// end (end), is an ellipsis covering the dims no spec names, inserts a new axis, or picks one
+// index and drops the dim (shrink_axis).
+struct StridedSliceMasks {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t ellipsis = 0;
+  int64_t new_axis = 0;
+  int64_t shrink_axis = 0;
+};
+
+// `x` sliced by one spec per entry of `strides` (known while translating); `begin` and `end`
+// are 1-D i64 values, known or computed at run time. It becomes a Slice over x's dims, a
+// Squeeze of the dropped dims and an Unsqueeze of the new ones.
+Value* stridedSlice(NodeContext& node, Value* x, Value* begin, Value* end, const std::vector<int64_t>& strides,
+                    const StridedSliceMasks& masks);
+
 // --- Constants -----------------------------------------------------------------------------
 
 // The elements of a constant or propagated integer value as int64 (i32 and i64 tensors,

@@ -14,6 +14,7 @@
 // estuary.Model. Extensions are asked before the frontend's own table.
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <deque>
 #include <map>
@@ -34,6 +35,11 @@ inline constexpr int64_t kAnyVersion = std::numeric_limits<int64_t>::max();
 
 class TranslatorTable {
  public:
+  // A table filled by a frontend's op files, made once and never destroyed (plugins may be
+  // unloaded in any order at exit):
+  //   static const TranslatorTable& table = TranslatorTable::filledBy({addNnTranslators, ...});
+  static const TranslatorTable& filledBy(std::initializer_list<void (*)(TranslatorTable&)> fills);
+
   // The translation of `op_type` of `domain` for versions [since, until].
   TranslatorTable& add(std::string_view domain, std::string_view op_type, TranslateFn translate, int64_t since = 0,
                        int64_t until = kAnyVersion);
