@@ -118,11 +118,13 @@ def run_worker(bench, environment, engine, model, inputs, threads, args):
 
 
 def wall_time(command):
-    """Seconds `command` takes; raises with its stderr when it fails."""
+    """Seconds `command` takes; raises with the last line of its stderr that names an error
+    when it fails."""
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{done.stderr[-2000:]}")
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()] or ["failed"]
+        raise RuntimeError(next((line for line in reversed(lines) if "rror" in line), lines[-1]))
     return time.perf_counter() - started
 
 
@@ -232,12 +234,16 @@ def main(comparison, description):
         for threads in args.threads:
             rows = []
             for _ in range(args.rounds):
-                converter_s = wall_time(comparison.converter_command(saved, onnx_path))
+                try:  # the converter may fail on a model: its column then says why
+                    converter_s = wall_time(comparison.converter_command(saved, onnx_path))
+                    onnxruntime = run_worker(comparison.bench, "base", "onnxruntime", onnx_path, inputs, threads, args)
+                except RuntimeError as error:
+                    converter_s, onnxruntime = None, {"error": f"{comparison.converter} fails: {error}"}
                 estuary_s = wall_time([cli, "convert", source, "-o", eom, "--threads",
                                        str(threads), "--log", "error", "--input-shape", shape])
                 rows.append((run_worker(comparison.bench, comparison.framework_env, comparison.framework_env, saved,
                                         inputs, threads, args),
-                             run_worker(comparison.bench, "base", "onnxruntime", onnx_path, inputs, threads, args),
+                             onnxruntime,
                              run_worker(comparison.bench, "base", "estuary", eom, inputs, threads, args),
                              converter_s, estuary_s))
             print(row_text(model, threads, rows, failures), flush=True)

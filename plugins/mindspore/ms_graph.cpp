@@ -91,6 +91,11 @@ class ModelIndex {
   std::string_view target(const MsNode& node) const { return node.op_type.substr(kRef.size()); }
 
   std::string_view intern(std::string text) { return names_.emplace_back(std::move(text)); }
+  // "0", "1", ...: the attribute names of constant arguments.
+  std::string_view positionName(size_t k) {
+    while (positions_.size() <= k) positions_.push_back(intern(std::to_string(positions_.size())));
+    return positions_[k];
+  }
 
   [[noreturn]] void fail(const MsNode& node, const std::string& what) const {
     raise(path_, ": node '", node.name, "' (", node.op_type, "): ", what);
@@ -204,6 +209,7 @@ class ModelIndex {
   std::unordered_map<std::string_view, const MsPrimitive*> primitives_;
   std::unordered_map<std::string_view, Definition> definitions_;
   std::deque<std::string> names_;
+  std::vector<std::string_view> positions_;
 };
 
 class GraphView;
@@ -365,15 +371,7 @@ class GraphView final : public GraphDecoder {
   std::vector<std::string_view> graphOutputs() {
     if (graph_.output.empty()) index_.failGraph(graph_, "has no output");
     std::vector<std::string_view> names;
-    Ref result = resolve(graph_.output[0].name);
-    if (result.kind == Ref::Function || result.kind == Ref::Closure) {
-      index_.failGraph(graph_, "returns a function, which Estuary cannot run");
-    }
-    if (result.kind == Ref::Tuple) {
-      for (const Ref& element : result.elements) appendOutput(element, names);
-    } else {
-      appendOutput(result, names);
-    }
+    appendOutput(resolve(graph_.output[0].name), names);
     return names;
   }
 
@@ -383,7 +381,7 @@ class GraphView final : public GraphDecoder {
     } else if (ref.kind == Ref::Value || ref.kind == Ref::Constant) {
       names.push_back(ref.name);
     } else {
-      index_.failGraph(graph_, "returns a value that is not a tensor");
+      index_.failGraph(graph_, "returns a value that is not a tensor (a function, a monad or None)");
     }
   }
 
@@ -440,7 +438,7 @@ class GraphView final : public GraphDecoder {
       appendNames(node, ref, view.inputs_);
       view.slot_starts_.push_back(view.inputs_.size() > before ? before : NodeView::kNoSlot);
       if (ref.kind == Ref::Constant || ref.kind == Ref::None) {
-        view.attributes_.emplace_back(index_.intern(std::to_string(k)), &index_.node(ref.name).attribute[0]);
+        view.attributes_.emplace_back(index_.positionName(k), &index_.node(ref.name).attribute[0]);
       }
     }
     if (const MsPrimitive* primitive = index_.primitive(node)) {

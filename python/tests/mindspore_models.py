@@ -197,6 +197,16 @@ class ControlFlow(nn.Cell):
         return y * total
 
 
+class Shapes(nn.Cell):
+    """Dims read from the input's shape: with a dynamic batch, MindSpore computes them in the
+    graph (Shape, TupleGetItem, scalar arithmetic, MakeTuple) for the Reshapes."""
+
+    def construct(self, x):
+        batch, tokens, width = x.shape
+        y = ops.softmax(x.reshape(batch, tokens * 2, width // 2), -1)
+        return y.reshape(batch, -1) * float(width)
+
+
 class Split(nn.Cell):
     """A small MLP, exported in the split form MindSpore uses for models over 1 GiB."""
 
@@ -223,6 +233,7 @@ def models(size):
         "encoder": lambda: (Encoder(), [16, 64]),  # batch STATIC_BATCH["encoder"]
         "decoder": lambda: (Decoder(), [16, 64]),
         "control_flow": lambda: (ControlFlow(), [8]),
+        "shapes": lambda: (Shapes(), [16, 8]),
         "split": lambda: (Split(), [32]),
         "unsupported": lambda: (Unsupported(), [4]),
     }

@@ -15,7 +15,7 @@ import environments
 import estuary
 
 SCRIPT = environments.ROOT / "python" / "tests" / "mindspore_models.py"
-MODELS = ["resnet50", "mobilenet_v2", "encoder", "decoder", "control_flow", "split"]
+MODELS = ["resnet50", "mobilenet_v2", "encoder", "decoder", "control_flow", "shapes", "split"]
 
 
 @pytest.fixture(scope="module")
