@@ -1,15 +1,36 @@
 #include "fx_decoder.h"
 
+#include <cctype>
+
 #include "estuary/support/error.h"
 
 namespace estuary::pytorch {
+
+namespace {
+
+// A size sympy writes with what a dim expression lacks (floor division, Mod, Max, powers:
+// "s77*((s27//2))**2"): one symbol per distinct text, each other character spelled by its
+// code, so that equal sizes share a symbol and different ones never do.
+Dim symbolFor(const std::string& size) {
+  static const char* const hex = "0123456789abcdef";
+  std::string name = "e_";
+  for (char c : size) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      name.push_back(c);
+    } else {
+      name += {'_', hex[(static_cast<unsigned char>(c) >> 4) & 15], hex[static_cast<unsigned char>(c) & 15]};
+    }
+  }
+  return Dim::symbol(name);
+}
+
+}  // namespace
 
 TensorType placeholderType(const FxNode& node) {
   std::vector<Dim> dims;
   for (const std::string& size : node.sizes) {
     std::optional<Dim> dim = Dim::parse(size);
-    if (!dim) raise("FX placeholder '", node.name, "': size '", size, "' is not a dim expression");
-    dims.push_back(*dim);
+    dims.push_back(dim ? *dim : symbolFor(size));
   }
   return TensorType(node.dtype, Shape(std::move(dims)));
 }
@@ -136,7 +157,7 @@ FxGraphDecoder::FxGraphDecoder(const FxGraph& fx) : fx_(fx), used_(fx.nodes.size
   for (size_t i = 0; i < fx_.nodes.size(); ++i) {
     const FxNode& node = fx_.nodes[i];
     used_[i].assign(std::max<size_t>(node.result_dtypes.size(), 1), false);
-    if (node.kind == FxNode::Kind::Input) inputs_.push_back(i);
+    if (node.kind == FxNode::Kind::Input || (node.kind == FxNode::Kind::SymInt && node.runtime)) inputs_.push_back(i);
     if (node.kind == FxNode::Kind::Weight) weights_.push_back(i);
   }
   auto use = [&](size_t node, size_t result) {
@@ -176,7 +197,11 @@ bool FxGraphDecoder::isUsed(size_t node, size_t result) const {
   return node < used_.size() && result < used_[node].size() && used_[node][result];
 }
 
-TensorType FxGraphDecoder::inputType(size_t i, SymbolTable&) const { return placeholderType(fx_.nodes[inputs_[i]]); }
+TensorType FxGraphDecoder::inputType(size_t i, SymbolTable&) const {
+  const FxNode& node = fx_.nodes[inputs_[i]];
+  if (node.kind == FxNode::Kind::SymInt) return TensorType(DType::I64, Shape(std::vector<Dim>{}));
+  return placeholderType(node);
+}
 
 TensorType FxGraphDecoder::weightType(size_t i) const { return placeholderType(fx_.nodes[weights_[i]]); }
 

@@ -1,5 +1,9 @@
 #include "fx_translation.h"
 
+#include <algorithm>
+#include <cctype>
+#include <functional>
+
 #include "estuary/frontend/graph_translator.h"
 
 namespace estuary::pytorch {
@@ -173,11 +177,158 @@ size_t FxTranslation::rankOf(const Value* value) const {
   return value->shape().rank();
 }
 
+namespace {
+
+// A symbolic size as sympy prints it ("s27", "64*s77", "s0 + 1", "-s1 + 2*s0", "(s0//2)",
+// "Max(1, s0)", "Mod(s0, 4)", "s0**2"), built into a 1-element i64 value from the values of
+// its symbols: sizes are non-negative, so // is Div.
+class SizeExpression {
+ public:
+  SizeExpression(FxTranslation& t, const std::string& text, std::function<Value*(const std::string&)> symbol)
+      : t_(t), text_(text), symbol_(std::move(symbol)) {}
+
+  Value* build() {
+    Value* value = sum();
+    skipSpaces();
+    if (at_ != text_.size()) fail("unexpected '" + text_.substr(at_) + "'");
+    return value;
+  }
+
+ private:
+  Value* sum() {
+    Value* value = product();
+    for (skipSpaces(); at_ < text_.size() && (text_[at_] == '+' || text_[at_] == '-'); skipSpaces()) {
+      const char op = text_[at_++];
+      value = t_.emitValue(op == '+' ? "Add" : "Sub", {value, product()});
+    }
+    return value;
+  }
+
+  Value* product() {
+    Value* value = power();
+    for (skipSpaces(); at_ < text_.size(); skipSpaces()) {
+      if (text_.compare(at_, 2, "//") == 0) {
+        at_ += 2;
+        value = t_.emitValue("Div", {value, power()});
+      } else if (text_[at_] == '*' && text_.compare(at_, 2, "**") != 0) {
+        ++at_;
+        value = t_.emitValue("Mul", {value, power()});
+      } else if (text_[at_] == '/') {
+        fail("a true division, which a size cannot hold");
+      } else {
+        break;
+      }
+    }
+    return value;
+  }
+
+  Value* power() {
+    Value* base = unary();
+    skipSpaces();
+    if (text_.compare(at_, 2, "**") != 0) return base;
+    at_ += 2;
+    skipSpaces();
+    const int64_t exponent = integer();
+    if (exponent < 1 || exponent > 8) fail("the power " + std::to_string(exponent));
+    Value* value = base;
+    for (int64_t i = 1; i < exponent; ++i) value = t_.emitValue("Mul", {value, base});
+    return value;
+  }
+
+  Value* unary() {
+    skipSpaces();
+    if (at_ < text_.size() && text_[at_] == '-') {
+      ++at_;
+      return t_.emitValue("Neg", {unary()});
+    }
+    return primary();
+  }
+
+  Value* primary() {
+    skipSpaces();
+    if (at_ >= text_.size()) fail("it ends early");
+    if (text_[at_] == '(') {
+      ++at_;
+      Value* value = sum();
+      expect(')');
+      return value;
+    }
+    if (std::isdigit(static_cast<unsigned char>(text_[at_]))) return t_.constantInts({integer()});
+    std::string name;
+    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_')) {
+      name.push_back(text_[at_++]);
+    }
+    if (name.empty()) fail("unexpected '" + text_.substr(at_) + "'");
+    skipSpaces();
+    if (at_ >= text_.size() || text_[at_] != '(') return symbol_(name);
+    ++at_;
+    std::vector<Value*> arguments = {sum()};
+    for (skipSpaces(); at_ < text_.size() && text_[at_] == ','; skipSpaces()) {
+      ++at_;
+      arguments.push_back(sum());
+    }
+    expect(')');
+    if ((name == "Max" || name == "Min") && !arguments.empty()) return t_.emitValue(name, arguments);
+    if ((name == "Mod" || name == "PythonMod") && arguments.size() == 2) {
+      return t_.emitValue("Mod", arguments, {{"fmod", int64_t{0}}});
+    }
+    if (name == "FloorDiv" && arguments.size() == 2) return t_.emitValue("Div", arguments);
+    if (name == "CeilDiv" && arguments.size() == 2) {  // (a + b - 1) // b
+      Value* numerator = t_.emitValue("Sub", {t_.emitValue("Add", arguments), t_.constantInts({1})});
+      return t_.emitValue("Div", {numerator, arguments[1]});
+    }
+    fail("the function " + name + " with " + std::to_string(arguments.size()) + " arguments");
+  }
+
+  int64_t integer() {
+    size_t end = at_;
+    while (end < text_.size() && std::isdigit(static_cast<unsigned char>(text_[end]))) ++end;
+    if (end == at_) fail("expected an integer at '" + text_.substr(at_) + "'");
+    int64_t value = std::stoll(text_.substr(at_, end - at_));
+    at_ = end;
+    return value;
+  }
+
+  void expect(char c) {
+    skipSpaces();
+    if (at_ >= text_.size() || text_[at_] != c) fail(std::string("expected '") + c + "'");
+    ++at_;
+  }
+  void skipSpaces() {
+    while (at_ < text_.size() && text_[at_] == ' ') ++at_;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    t_.fail("the symbolic size ", text_, " is not translated: ", what);
+  }
+
+  FxTranslation& t_;
+  const std::string& text_;
+  std::function<Value*(const std::string&)> symbol_;
+  size_t at_ = 0;
+};
+
+bool isSymbolName(const std::string& text) {
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+}  // namespace
+
 Value* FxTranslation::symbolValue(const std::string& expression) {
   std::map<std::string, Value*>& known = decoder_.graph().symbolValues();
   auto found = known.find(expression);
   if (found != known.end()) return found->second;
   const FxGraph& fx = decoder_.graph().fx();
+  // A size the caller passes at run time.
+  for (const FxNode& input : fx.nodes) {
+    if (input.kind != FxNode::Kind::SymInt || !input.runtime || input.sizes.at(0) != expression) continue;
+    Value* scalar = nullptr;
+    context_.translator().lookup(input.name, scalar);
+    Node* size = emit("Reshape", {scalar, constantInts({1})});
+    size->setName(input.name + "_value");
+    return known[expression] = size->output();
+  }
+  // A dim of a tensor input.
   for (const FxNode& input : fx.nodes) {
     if (input.kind != FxNode::Kind::Input) continue;
     for (size_t d = 0; d < input.sizes.size(); ++d) {
@@ -189,7 +340,14 @@ Value* FxTranslation::symbolValue(const std::string& expression) {
       return known[expression] = shape->output();
     }
   }
-  fail("the symbolic size ", expression, " is not a dim of any tensor input, so its value is unknown at run time");
+  if (isSymbolName(expression)) {
+    fail("the symbolic size ", expression, " is neither a dim of a tensor input nor given at run time, so its value "
+         "is unknown");
+  }
+  // An expression of symbols known here.
+  return known[expression] = SizeExpression(*this, expression, [this](const std::string& symbol) {
+    return symbolValue(symbol);
+  }).build();
 }
 
 }  // namespace estuary::pytorch

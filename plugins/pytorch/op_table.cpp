@@ -74,6 +74,45 @@ Results maskedFill(FxTranslation& t) {
   return {t.emitValue("Where", {t.cast(t.tensor(1, "mask"), DType::Bool), t.tensorOrScalar(2, "value", x->dtype()), x})};
 }
 
+// The dtype two operands meet in, as PyTorch promotes them: a float over an integer, the
+// wider float, and i64 for integers of two kinds.
+DType promoted(DType a, DType b) {
+  if (a == b) return a;
+  if (isFloatingPoint(a) != isFloatingPoint(b)) return isFloatingPoint(a) ? a : b;
+  if (isFloatingPoint(a)) return dtypeSize(a) >= dtypeSize(b) ? (a == DType::BF16 && b == DType::F16 ? DType::F32 : a) : b;
+  if (a == DType::Bool) return b;
+  if (b == DType::Bool) return a;
+  return DType::I64;
+}
+// eq, ne, lt, le, gt, ge (.Tensor and .Scalar): the operands in their promoted dtype, a bool result.
+Results comparison(FxTranslation& t, std::string_view op, bool negate = false) {
+  Value* a = t.tensor(0, "self");
+  const FxArg& other = t.requiredArg(1, "other");
+  DType dtype = other.isNode() ? promoted(a->dtype(), t.valueOf(other)->dtype()) : a->dtype();
+  if (!other.isNode() && other.kind == FxArg::Kind::Float && !isFloatingPoint(dtype)) dtype = DType::F32;
+  Value* result = t.emitValue(op, {t.cast(a, dtype), t.tensorOrScalar(1, "other", dtype)});
+  return {negate ? t.emitValue("Not", {result}) : result};
+}
+Results eq(FxTranslation& t) { return comparison(t, "Equal"); }
+Results ne(FxTranslation& t) { return comparison(t, "Equal", true); }
+Results lt(FxTranslation& t) { return comparison(t, "Less"); }
+Results le(FxTranslation& t) { return comparison(t, "LessOrEqual"); }
+Results gt(FxTranslation& t) { return comparison(t, "Greater"); }
+Results ge(FxTranslation& t) { return comparison(t, "GreaterOrEqual"); }
+Results maximum(FxTranslation& t) { return binary(t, "Max"); }
+Results minimum(FxTranslation& t) { return binary(t, "Min"); }
+// bitwise_and/or/not on bool tensors (masks): the logical ops. Integer bit operations have no
+// core op yet.
+Results bitwise(FxTranslation& t, std::string_view op) {
+  Value* a = t.tensor(0, "self");
+  if (a->dtype() != DType::Bool) t.fail("bitwise operations on ", dtypeName(a->dtype()), " are not translated (bool only)");
+  if (op == "Not") return {t.emitValue("Not", {a})};
+  return {t.emitValue(op, {a, t.cast(t.tensorOrScalar(1, "other", DType::Bool), DType::Bool)})};
+}
+Results bitwiseAnd(FxTranslation& t) { return bitwise(t, "And"); }
+Results bitwiseOr(FxTranslation& t) { return bitwise(t, "Or"); }
+Results bitwiseNot(FxTranslation& t) { return bitwise(t, "Not"); }
+
 // --- Reductions, normalization, softmax -------------------------------------------------
 
 std::vector<int64_t> axesOf(FxTranslation& t, Value* x, size_t position) {
@@ -93,6 +132,10 @@ Results reduce(FxTranslation& t, std::string_view op) {
 Results mean(FxTranslation& t) { return reduce(t, "ReduceMean"); }
 Results sum(FxTranslation& t) { return reduce(t, "ReduceSum"); }
 Results amax(FxTranslation& t) { return reduce(t, "ReduceMax"); }
+Results cumsum(FxTranslation& t) {
+  Value* x = t.cast(t.tensor(0, "self"), t.resultDType());
+  return {t.emitValue("CumSum", {x, t.constantInts({t.axis(t.intArg(1, "dim"), t.rankOf(x))})})};
+}
 
 Results softmax(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
@@ -267,8 +310,89 @@ Results cat(FxTranslation& t) {
   if (!tensors || tensors->kind != FxArg::Kind::List) t.fail("argument 'tensors' must be a list");
   std::vector<Value*> inputs;
   for (const FxArg& item : tensors->list) inputs.push_back(t.cast(t.valueOf(item), t.resultDType()));
-  int64_t dim = t.axis(t.intArg(1, "dim", 0), t.rankOf(inputs.at(0)));
+  // PyTorch still accepts a legacy empty tensor (1-D, 0 elements) beside tensors of any rank,
+  // and leaves it out.
+  size_t rank = 0;
+  for (Value* input : inputs) rank = std::max(rank, t.rankOf(input));
+  auto legacy_empty = [&](Value* input) {
+    const Shape& shape = input->shape();
+    return rank > 1 && shape.rank() == 1 && shape[0].isStatic() && shape[0].value() == 0;
+  };
+  inputs.erase(std::remove_if(inputs.begin(), inputs.end(), legacy_empty), inputs.end());
+  if (inputs.empty()) t.fail("every tensor to concatenate is empty");
+  int64_t dim = t.axis(t.intArg(1, "dim", 0), rank);
+  if (inputs.size() == 1) return {t.emitValue("Identity", {inputs[0]})};
   return {t.emitValue("Concat", inputs, {{"axis", dim}})};
+}
+// roll(self, shifts, dims): each shift is a slice of the tail put before the head; with no
+// dims, the flattened tensor rolls and takes its shape back.
+Results roll(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  std::vector<int64_t> shifts = t.intsArg(1, "shifts");
+  std::vector<int64_t> dims = t.intsArg(2, "dims", std::vector<int64_t>{});
+  Value* shape = nullptr;
+  Value* y = x;
+  if (dims.empty()) {
+    shape = t.emitValue("Shape", {x});
+    y = t.emitValue("Reshape", {x, t.constantInts({-1})});
+    dims = {0};
+  }
+  if (shifts.size() != dims.size()) t.fail("roll has ", shifts.size(), " shifts for ", dims.size(), " dims");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t dim = t.axis(dims[i], t.rankOf(y));
+    // The split point size - shift mod size, computed in the graph: the size may be symbolic.
+    Value* size = t.emitValue("Shape", {y}, {{"start", dim}, {"end", dim + 1}});
+    Value* divisor = t.emitValue("Max", {size, t.constantInts({1})});  // an empty dim rolls by 0
+    Value* shift = t.emitValue("Mod", {t.constantInts({shifts[i]}), divisor}, {{"fmod", int64_t{0}}});
+    Value* split = t.emitValue("Sub", {size, shift});
+    Value* axis = t.constantInts({dim});
+    Value* tail = t.emitValue("Slice", {y, split, t.constantInts({std::numeric_limits<int64_t>::max()}), axis});
+    Value* head = t.emitValue("Slice", {y, t.constantInts({0}), split, axis});
+    y = t.emitValue("Concat", {tail, head}, {{"axis", dim}});
+  }
+  return {shape ? t.emitValue("Reshape", {y, shape}) : t.emitValue("Identity", {y})};
+}
+// constant_pad_nd(self, pad, value): pad lists (begin, end) pairs from the last dim backwards;
+// negative pads crop.
+Results constantPad(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  std::vector<int64_t> pad = t.intsArg(1, "pad");
+  const size_t rank = t.rankOf(x);
+  if (pad.size() % 2 != 0 || pad.size() / 2 > rank) t.fail("pad has ", pad.size(), " entries for a rank-", rank, " tensor");
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    const size_t dim = rank - 1 - i;
+    pads[dim] = pad[2 * i];
+    pads[rank + dim] = pad[2 * i + 1];
+  }
+  return {t.emitValue("Pad", {x, t.constantInts(pads), t.scalar(x->dtype(), t.floatArg(2, "value", 0.0))},
+                      {{"mode", std::string("constant")}})};
+}
+// gather(self, dim, index): GatherElements.
+Results gather(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  return {t.emitValue("GatherElements", {x, t.tensor(2, "index")}, {{"axis", t.axis(t.intArg(1, "dim"), t.rankOf(x))}})};
+}
+// full(size, fill_value), new_full/new_ones/new_zeros(self, size, ...), full_like/ones_like/
+// zeros_like(self, ...), scalar_tensor(s): a tensor of the result's dtype filled with one value.
+Value* filled(FxTranslation& t, Value* shape, double value) {
+  return t.emitValue("Expand", {t.scalar(t.resultDType(), value), shape});
+}
+// empty(size): its values are unspecified; zeros are as good as any and fold away.
+Results empty(FxTranslation& t) { return {filled(t, t.sizesArg(0, "size"), 0.0)}; }
+Results full(FxTranslation& t) { return {filled(t, t.sizesArg(0, "size"), t.floatArg(1, "fill_value"))}; }
+Results newFull(FxTranslation& t) { return {filled(t, t.sizesArg(1, "size"), t.floatArg(2, "fill_value"))}; }
+Results newOnes(FxTranslation& t) { return {filled(t, t.sizesArg(1, "size"), 1.0)}; }
+Results newZeros(FxTranslation& t) { return {filled(t, t.sizesArg(1, "size"), 0.0)}; }
+Results fullLike(FxTranslation& t) {
+  return {filled(t, t.emitValue("Shape", {t.tensor(0, "self")}), t.floatArg(1, "fill_value"))};
+}
+Results onesLike(FxTranslation& t) { return {filled(t, t.emitValue("Shape", {t.tensor(0, "self")}), 1.0)}; }
+Results zerosLike(FxTranslation& t) { return {filled(t, t.emitValue("Shape", {t.tensor(0, "self")}), 0.0)}; }
+Results scalarTensor(FxTranslation& t) {
+  const FxArg& value = t.requiredArg(0, "s");
+  if (value.isNode()) return {t.cast(t.emitValue("Reshape", {t.sizeValue(value), t.constantInts({})}), t.resultDType())};
+  return {t.scalar(t.resultDType(), t.floatArg(0, "s"))};
 }
 Results split(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
@@ -291,20 +415,56 @@ Results split(FxTranslation& t) {
 Results embedding(FxTranslation& t) {
   return {t.emitValue("Gather", {t.tensor(0, "weight"), t.tensor(1, "indices")}, {{"axis", int64_t{0}}})};
 }
+// x[..., i0, i1, ...] with several index tensors at dims `positions`: the indices broadcast
+// together and pick elements of those dims (GatherND over x with them moved to the front).
+// PyTorch puts the result's broadcast dims where the indexed dims were when these are
+// adjacent, and first otherwise.
+Value* gatherByIndexTensors(FxTranslation& t, Value* x, const std::vector<size_t>& positions,
+                            const std::vector<Value*>& index_values) {
+  const size_t rank = t.rankOf(x);
+  std::vector<int64_t> perm(positions.begin(), positions.end());
+  for (size_t d = 0; d < rank; ++d) {
+    if (std::find(positions.begin(), positions.end(), d) == positions.end()) perm.push_back(static_cast<int64_t>(d));
+  }
+  Value* front = t.emitValue("Transpose", {x}, {{"perm", perm}});
+  // Broadcast the indices to one shape, then stack them along a new last dim.
+  Value* shape = t.emitValue("Shape", {index_values[0]});
+  for (size_t i = 1; i < index_values.size(); ++i) {
+    Value* ones = t.emitValue("Expand", {t.scalar(DType::I64, 0), shape});
+    shape = t.emitValue("Shape", {t.emitValue("Add", {ones, index_values[i]})});
+  }
+  std::vector<Value*> stacked;
+  for (Value* index_value : index_values) {
+    stacked.push_back(t.emitValue("Unsqueeze", {t.emitValue("Expand", {index_value, shape}), t.constantInts({-1})}));
+  }
+  Value* gathered = t.emitValue("GatherND", {front, t.emitValue("Concat", stacked, {{"axis", int64_t{-1}}})});
+  bool adjacent = true;
+  for (size_t i = 1; i < positions.size(); ++i) adjacent = adjacent && positions[i] == positions[i - 1] + 1;
+  if (!adjacent || positions[0] == 0) return gathered;
+  // Adjacent and not first: the broadcast dims go back to where the indexed dims were.
+  const size_t broadcast = t.rankOf(gathered) - (rank - positions.size());
+  std::vector<int64_t> back;
+  for (size_t d = 0; d < positions[0]; ++d) back.push_back(static_cast<int64_t>(broadcast + d));
+  for (size_t d = 0; d < broadcast; ++d) back.push_back(static_cast<int64_t>(d));
+  for (size_t d = broadcast + positions[0]; d < t.rankOf(gathered); ++d) back.push_back(static_cast<int64_t>(d));
+  return t.emitValue("Transpose", {gathered}, {{"perm", back}});
+}
 Results index(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
   const FxArg* indices = t.arg(1, "indices");
   if (!indices || indices->kind != FxArg::Kind::List) t.fail("argument 'indices' must be a list");
-  Value* gathered = nullptr;
+  std::vector<size_t> positions;
+  std::vector<Value*> index_values;
   for (size_t i = 0; i < indices->list.size(); ++i) {
     if (indices->list[i].isNone()) continue;
-    if (gathered) t.fail("indexing with more than one index tensor is not translated");
     Value* index_value = t.valueOf(indices->list[i]);
     if (index_value->dtype() == DType::Bool) t.fail("boolean mask indexing is not translated");
-    gathered = t.emitValue("Gather", {x, index_value}, {{"axis", static_cast<int64_t>(i)}});
+    positions.push_back(i);
+    index_values.push_back(t.cast(index_value, DType::I64));
   }
-  if (!gathered) t.fail("no index tensor given");
-  return {gathered};
+  if (positions.empty()) t.fail("no index tensor given");
+  if (positions.size() == 1) return {t.emitValue("Gather", {x, index_values[0]}, {{"axis", static_cast<int64_t>(positions[0])}})};
+  return {gatherByIndexTensors(t, x, positions, index_values)};
 }
 // Writes `source` into `self` at positions `index` (1-D, i64) along `dim`: the index
 // broadcast over the source's other dims, for ScatterElements.
@@ -440,6 +600,18 @@ const std::map<std::string, FxOpTranslator>& table() {
       {"aten.select_scatter.default", selectScatter}, {"aten.slice_scatter.default", sliceScatter},
       {"aten.copy.default", copyInto}, {"aten.copy_.default", copyInPlace},
       {"aten.arange.default", arange}, {"aten.arange.start", arange}, {"aten.arange.start_step", arange},
+      {"aten.eq.Tensor", eq}, {"aten.eq.Scalar", eq}, {"aten.ne.Tensor", ne}, {"aten.ne.Scalar", ne},
+      {"aten.lt.Tensor", lt}, {"aten.lt.Scalar", lt}, {"aten.le.Tensor", le}, {"aten.le.Scalar", le},
+      {"aten.gt.Tensor", gt}, {"aten.gt.Scalar", gt}, {"aten.ge.Tensor", ge}, {"aten.ge.Scalar", ge},
+      {"aten.maximum.default", maximum}, {"aten.minimum.default", minimum},
+      {"aten.bitwise_and.Tensor", bitwiseAnd}, {"aten.bitwise_and.Scalar", bitwiseAnd},
+      {"aten.bitwise_or.Tensor", bitwiseOr}, {"aten.bitwise_or.Scalar", bitwiseOr},
+      {"aten.bitwise_not.default", bitwiseNot}, {"aten.logical_not.default", bitwiseNot},
+      {"aten.cumsum.default", cumsum}, {"aten.roll.default", roll}, {"aten.constant_pad_nd.default", constantPad},
+      {"aten.gather.default", gather}, {"aten.full.default", full}, {"aten.empty.memory_format", empty}, {"aten.new_full.default", newFull},
+      {"aten.new_ones.default", newOnes}, {"aten.new_zeros.default", newZeros}, {"aten.full_like.default", fullLike},
+      {"aten.ones_like.default", onesLike}, {"aten.zeros_like.default", zerosLike},
+      {"aten.scalar_tensor.default", scalarTensor},
       {"operator.getitem", getitem}, {"aten.sym_size.int", symSize},
       {"operator.mul", symMul}, {"operator.add", symAdd},
       {"operator.sub", symSub}, {"operator.floordiv", symFloorDiv},

@@ -108,7 +108,7 @@ std::vector<int64_t> staticSizes(const FxNode& node) {
 }
 
 // nodes: ("input", name, dtype, sizes) | ("weight", name, dtype, sizes, tensor) |
-//        ("symint", name, expression) |
+//        ("symint", name, expression, runtime) |
 //        ("call", name, target, args, kwargs, result_dtypes, arg_names)
 std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes, const py::list& outputs,
                                  const py::object& extensions) {
@@ -130,6 +130,7 @@ std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes,
     } else if (kind == "symint") {
       node.kind = FxNode::Kind::SymInt;
       node.sizes = {item[2].cast<std::string>()};
+      node.runtime = item.size() > 3 && item[3].cast<bool>();
     } else if (kind == "call") {
       node.kind = FxNode::Kind::Call;
       node.target = item[2].cast<std::string>();
@@ -198,9 +199,11 @@ class CompiledGraph {
     context_ = model_->createContext();
   }
 
-  // (dtype, shape) of each output for these input shapes.
-  std::vector<std::pair<std::string, std::vector<int64_t>>> outputSpecs(const std::vector<std::vector<int64_t>>& shapes) {
-    std::vector<ge::HostTensor> inputs = hostTensors(shapes, {});
+  // (dtype, shape) of each output for these inputs: their shapes, and their values where
+  // the shapes of the outputs depend on them (a size given at run time).
+  std::vector<std::pair<std::string, std::vector<int64_t>>> outputSpecs(const std::vector<uintptr_t>& addresses,
+                                                                        const std::vector<std::vector<int64_t>>& shapes) {
+    std::vector<ge::HostTensor> inputs = hostTensors(shapes, addresses);
     std::vector<ge::TensorDesc> descs;
     {
       py::gil_scoped_release release;
@@ -270,7 +273,7 @@ void registerTorchBindings(py::module_& parent) {
         "Writes the graph's text form, large weights elided.");
   py::class_<CompiledGraph>(m, "CompiledGraph", "A graph built by the GE backend, run on torch tensors' memory.")
       .def(py::init<const Graph&, int>(), py::arg("graph"), py::arg("threads") = 0)
-      .def("output_specs", &CompiledGraph::outputSpecs, py::arg("input_shapes"))
+      .def("output_specs", &CompiledGraph::outputSpecs, py::arg("input_addresses"), py::arg("input_shapes"))
       .def("run", &CompiledGraph::run, py::arg("input_addresses"), py::arg("input_shapes"),
            py::arg("output_addresses"), py::arg("output_shapes"))
       .def("report", &CompiledGraph::report);

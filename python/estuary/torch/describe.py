@@ -65,12 +65,14 @@ def _result_dtypes(value):
     return []
 
 
-def describe_graph(gm, weights, concrete_sizes=None):
+def describe_graph(gm, weights, concrete_sizes=None, scalar_inputs=()):
     """(nodes, outputs) for _fx.translate.
 
     weights: {placeholder index: real tensor} for placeholders that become constants.
     concrete_sizes: None to keep symbolic sizes; else {symbol expression: int}, which fixes
         every symbolic size (and the SymInt nodes computed from them) to a value.
+    scalar_inputs: the indices of SymInt placeholders whose values the caller passes at run
+        time (with symbolic sizes only).
     """
     index = {}
     nodes = []
@@ -109,7 +111,7 @@ def describe_graph(gm, weights, concrete_sizes=None):
                 if concrete_sizes is not None:
                     symbolic_values[node] = evaluate(value) if isinstance(value, torch.SymInt) else int(value)
                 index[node] = len(nodes)
-                nodes.append(("symint", node.name, size_text(value)))
+                nodes.append(("symint", node.name, size_text(value), placeholder in scalar_inputs))
             elif placeholder in weights:
                 index[node] = len(nodes)
                 nodes.append(("weight", node.name, dtype_name(value.dtype), sizes_of(value), weights[placeholder]))

@@ -65,7 +65,6 @@ class GraphEngineGraph:
         self.debug = debug
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.static = [i for i in range(len(placeholders)) if i in static and not describe.is_symint_node(placeholders[i])]
-        self.runtime = [i for i, n in enumerate(placeholders) if i not in self.static and not describe.is_symint_node(n)]
         # Symbols and where their values are found: (input index, dim).
         self.symbols = {}
         for i, node in enumerate(placeholders):
@@ -74,6 +73,19 @@ class GraphEngineGraph:
                 for d, size in enumerate(value.shape):
                     if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
                         self.symbols.setdefault(str(size.node.expr), (i, d))
+        # Sizes passed as SymInts that the tensor inputs' dims do not give (computed in another
+        # region, or a symbol Dynamo passes alone): run-time inputs, 0-d i64 tensors.
+        self.scalar_inputs = set()
+        for i, node in enumerate(placeholders):
+            value = node.meta.get("val")
+            if isinstance(value, torch.SymInt) and {str(s) for s in value.node.expr.free_symbols} - set(self.symbols):
+                self.scalar_inputs.add(i)
+        self.scalar_symbols = {str(placeholders[i].meta["val"].node.expr): i for i in self.scalar_inputs
+                               if placeholders[i].meta["val"].node.expr.is_Symbol}
+        # In dynamic mode the build takes those sizes at run time; with fixed dims they are
+        # constants of each build.
+        self.runtime = [i for i, n in enumerate(placeholders) if i not in self.static and
+                        (not describe.is_symint_node(n) or (i in self.scalar_inputs and config.effective_dynamic))]
         outputs, self.returns_tuple = describe.output_layout(gm)
         # Outputs that are sizes (SymInts) are computed here from the symbols; None stays None.
         self.output_kinds = []
@@ -91,14 +103,17 @@ class GraphEngineGraph:
         self.eager = False
 
     def _bindings(self, args):
-        return {symbol: int(args[i].shape[d]) for symbol, (i, d) in self.symbols.items()}
+        bindings = {symbol: int(args[i].shape[d]) for symbol, (i, d) in self.symbols.items()}
+        bindings.update({symbol: int(args[i]) for symbol, i in self.scalar_symbols.items()})
+        return bindings
 
     def _build(self, args, concrete):
         weights = {}
         for i in self.static:
             tensor = args[i].detach()
             weights[i] = tensor if tensor.is_contiguous() else tensor.contiguous()
-        nodes, outputs, index = describe.describe_graph(self.gm, weights, concrete)
+        nodes, outputs, index = describe.describe_graph(self.gm, weights, concrete,
+                                                        self.scalar_inputs if concrete is None else ())
         tensor_outputs = [_fx.Ref(index[o]) for o, (kind, _) in zip(describe.output_layout(self.gm)[0], self.output_kinds)
                           if kind == "tensor"]
         graph = _fx.translate(self.name, nodes, tensor_outputs, self.config.extensions)
@@ -127,9 +142,12 @@ class GraphEngineGraph:
         bindings = self._bindings(args)
         dynamic = self.config.effective_dynamic
         signature = None if dynamic else tuple(sorted(bindings.items()))
-        shapes = [tuple(args[i].shape) for i in self.runtime]
+        inputs = [torch.tensor(int(args[i]), dtype=torch.int64) if i in self.scalar_inputs else args[i]
+                  for i in self.runtime]
+        shapes = [tuple(t.shape) for t in inputs]
         entry = self.models.get(signature)
-        shape_key = tuple(shapes)
+        # Output shapes may depend on the sizes given at run time, not only on the shapes.
+        shape_key = (tuple(shapes), tuple(int(args[i]) for i in self.runtime if i in self.scalar_inputs))
         if entry is None or shape_key not in entry[1]:
             if self.builds >= self.config.effective_recompile_limit:
                 warnings.warn(f"estuary: graph '{self.name}' was built {self.builds} times for new input shapes "
@@ -145,9 +163,8 @@ class GraphEngineGraph:
                     self._fall_back(error)
                     return self.gm(*args)
                 self.frozen = pointers
-            entry[1][shape_key] = entry[0].output_specs([list(s) for s in shapes])
+            entry[1][shape_key] = entry[0].output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])
         model, specs = entry[0], entry[1][shape_key]
-        inputs = [args[i] for i in self.runtime]
         contiguous = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         outputs = [torch.empty(shape, dtype=describe.TORCH_DTYPES[dtype]) for dtype, shape in specs]
         model.run([t.data_ptr() for t in contiguous], [list(s) for s in shapes],

@@ -38,7 +38,7 @@ struct FxNode {
   enum class Kind {
     Input,   // a tensor the graph takes at run time
     Weight,  // a parameter or buffer: a constant of the graph, wrapping its memory
-    SymInt,  // a symbolic size; its value is implied by the tensor inputs' shapes
+    SymInt,  // a symbolic size: implied by the tensor inputs' shapes, or given at run time
     Call,    // call_function
   };
   Kind kind = Kind::Call;
@@ -47,6 +47,9 @@ struct FxNode {
   // ("s27", "2*s27") for dynamic dims. SymInt: sizes holds the one expression it stands for.
   DType dtype = DType::Undefined;
   std::vector<std::string> sizes;
+  // SymInt: the caller passes its value at run time, as a 0-d i64 input (a size no tensor
+  // input's dims give: one computed in another region, or a symbol Dynamo passes alone).
+  bool runtime = false;
   Tensor weight;  // Kind::Weight
   // Call: the target as str(node.target) prints it ("aten.convolution.default",
   // "operator.getitem"), its positional arguments and keyword arguments, and the dtypes of
