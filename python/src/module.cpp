@@ -201,6 +201,22 @@ PYBIND11_MODULE(_estuary, m) {
   using estuary::python::Model;
   m.doc() = "Estuary: one graph IR, YAML pass pipelines, and a graph-engine backend for the CPU.";
   auto estuary_error = py::register_exception<Error>(m, "EstuaryError", PyExc_RuntimeError);
+  // Any other C++ exception (a bug: an index out of range) is an EstuaryError too, saying it
+  // is internal, so that callers (the torch.compile fallback) catch one type. pybind11 tries
+  // the translators registered last first: this one passes Estuary's own errors (and
+  // bad_alloc, MemoryError) on to theirs by rethrowing.
+  static PyObject* const internal_error_type = estuary_error.ptr();
+  py::register_exception_translator([](std::exception_ptr raised) {
+    try {
+      if (raised) std::rethrow_exception(raised);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& error) {
+      PyErr_SetString(internal_error_type, (std::string("internal error: ") + error.what()).c_str());
+    }
+  });
   // Registered after its base, so that its translator is tried first.
   py::register_exception<UnsupportedOpsError>(m, "UnsupportedOpsError", estuary_error.ptr());
 

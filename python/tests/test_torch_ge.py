@@ -103,7 +103,9 @@ def test_ops_without_translation_run_in_pytorch_between_graph_engine_regions(tmp
     model = WithUnsupportedOp().eval()
     x = torch.randn(4, 16)
     compiled = torch.compile(model, backend=et.backend(debug_dir=str(tmp_path)))
-    with torch.no_grad():
+    with torch.no_grad(), pytest.warns(UserWarning, match=r"2 of \d+ ops run in PyTorch, around 2 Estuary region\(s\): "
+                                                         r"aten.erfinv.default x1 \(no Estuary translation\), "
+                                                         r"aten.sort.default x1 \(no Estuary translation\)"):
         torch.testing.assert_close(compiled(x), model(x), **TOLERANCE)
     log = (tmp_path / "estuary" / "debug.log").read_text()
     assert "partitioned; PyTorch runs ['aten.erfinv.default', 'aten.sort.default']" in log
@@ -138,6 +140,19 @@ def test_graphs_needing_gradients_run_in_pytorch_with_a_warning():
     assert len([w for w in caught if "estuary" in str(w.message)]) == 1
     eager(x).sum().backward()
     torch.testing.assert_close(model.weight.grad, eager.weight.grad)
+
+
+def test_fallback_error_forbids_gradients_and_the_recompile_limit_too():
+    x = torch.randn(2, 4)
+    with pytest.raises(Exception, match="needs gradients and runs in PyTorch.*fallback='error'"):
+        torch.compile(torch.nn.Linear(4, 4), backend=et.backend(fallback="error"))(x)
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    compiled = torch.compile(model, backend=et.backend(fallback="error", recompile_limit=1), dynamic=True)
+    with torch.no_grad():
+        compiled(torch.randn(2, 8))
+        with pytest.raises(Exception, match="fallback='error' forbids running it eagerly"):
+            compiled(torch.randn(3, 8))
 
 
 def test_static_dims_build_one_graph_per_size(tmp_path):

@@ -33,6 +33,10 @@ const TranslatorTable& table() {
     });
     // Only versions 2 and later of "Versioned" translate.
     t->add("Versioned", [](NodeContext& node) { return node.emit("Relu", node.inputs())->outputs(); }, 2);
+    // A translator with a bug of its own: a vector read out of range.
+    t->add("Buggy", [](NodeContext& node) -> std::vector<Value*> {
+      return {node.inputs().at(7)};
+    });
     t->add("Call", [](NodeContext& node) {
       return node.inlineFunction(*node.attr<AttrValue::GraphRef>("f"), node.inputs());
     });
@@ -106,6 +110,13 @@ TEST(GraphTranslator, CyclesUndefinedNamesAndTwiceDefinedValuesAreNamed) {
   twice.outs = {"a"};
   EXPECT_EQ(translationError(twice),
             "model.fake: graph 'g': value 'a' is defined twice (again by node 'first' (Relu)); a value is defined once");
+}
+
+TEST(GraphTranslator, ATranslatorsOwnExceptionIsAnErrorNamingTheNode) {
+  FakeGraph g = reluChain();
+  g.nodes[0].op = "Buggy";
+  const std::string error = translationError(g);
+  EXPECT_EQ(error.rfind("model.fake: node 'second' (Buggy): internal error while translating: ", 0), 0u) << error;
 }
 
 TEST(NodeContext, AttributesAreTypedWithOneErrorForm) {

@@ -309,7 +309,15 @@ void GraphTranslator::translateNode(const NodeDecoder& node, size_t index) {
       context.fail("the conversion extension (", translation.extension->origin, ") failed: ", message);
     }
   } else if (translation.translate) {
-    results = (*translation.translate)(context);
+    try {
+      results = (*translation.translate)(context);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& error) {
+      // A translator's own bug (an index out of range): an Estuary error naming the node and
+      // op, never a foreign exception type reaching the caller.
+      context.fail("internal error while translating: ", error.what());
+    }
   } else {
     // The census checks every op before translating any, so this is a bug of the census.
     context.fail("no translator");

@@ -16,6 +16,7 @@ from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.partitioners import default_partition
 
+from .._estuary import EstuaryError
 from .config import CompilerConfig
 from .debug import DebugDump
 from . import fx_mode, graph_engine, patterns
@@ -70,8 +71,11 @@ def _compile(gm, example_inputs, *, config, compile_inference):
 
     def forward_compiler(aot_gm, fake_inputs):
         if config.mode == "ge":
-            warnings.warn(f"estuary: graph '{name}' needs gradients and runs in PyTorch; compile under "
-                          "torch.no_grad() or torch.inference_mode() for Estuary to run it")
+            message = (f"estuary: graph '{name}' needs gradients and runs in PyTorch; compile under "
+                       "torch.no_grad() or torch.inference_mode() for Estuary to run it")
+            if config.effective_fallback == "error":
+                raise EstuaryError(message + " (fallback='error')")
+            warnings.warn(message)
         debug.fx(name, "training_forward", aot_gm)
         return make_boxed_func(aot_gm.forward)
 

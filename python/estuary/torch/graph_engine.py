@@ -29,26 +29,36 @@ def _pipeline_spec(pipeline):
     return shipped if os.path.exists(shipped) else pipeline
 
 
+def _unsupported_reason(node, targets):
+    """Why Estuary cannot run a call_function node, or None when it can."""
+    if describe.target_name(node.target) not in targets:
+        return "no Estuary translation"
+    if node.target is torch.ops.aten.copy_.default and node.args[0].op != "placeholder":
+        return "copy_ into a value that is not a graph input"  # functionalization's epilogue only
+    values = node.meta.get("val")
+    values = values if isinstance(values, (list, tuple)) else [values]
+    for value in values:
+        if isinstance(value, torch.Tensor) and value.dtype not in describe.TORCH_DTYPES.values():
+            return f"dtype {value.dtype}, which Estuary has no tensors of"
+    return None
+
+
 class _EstuarySupport(OperatorSupportBase):
     def __init__(self, targets):
         super().__init__()
         self._targets = targets
 
     def is_node_supported(self, submodules, node):
-        if node.op != "call_function" or describe.target_name(node.target) not in self._targets:
-            return False
-        if node.target is torch.ops.aten.copy_.default:
-            return node.args[0].op == "placeholder"  # functionalization's epilogue only
-        values = node.meta.get("val")
-        values = values if isinstance(values, (list, tuple)) else [values]
-        return all(not isinstance(v, torch.Tensor) or v.dtype in describe.TORCH_DTYPES.values() for v in values)
+        return node.op == "call_function" and _unsupported_reason(node, self._targets) is None
 
 
 def unsupported_targets(gm, targets):
+    """{target: [(node name, reason)]} of the nodes Estuary cannot run."""
     found = {}
     for node in gm.graph.nodes:
-        if node.op == "call_function" and not _EstuarySupport(targets).is_node_supported({}, node):
-            found.setdefault(describe.target_name(node.target), []).append(node.name)
+        reason = _unsupported_reason(node, targets) if node.op == "call_function" else None
+        if reason:
+            found.setdefault(describe.target_name(node.target), []).append((node.name, reason))
     return found
 
 
@@ -150,6 +160,10 @@ class GraphEngineGraph:
         shape_key = (tuple(shapes), tuple(int(args[i]) for i in self.runtime if i in self.scalar_inputs))
         if entry is None or shape_key not in entry[1]:
             if self.builds >= self.config.effective_recompile_limit:
+                if self.config.effective_fallback == "error":
+                    raise EstuaryError(f"graph '{self.name}' was built {self.builds} times for new input shapes "
+                                       f"(recompile_limit={self.config.effective_recompile_limit}), and "
+                                       "fallback='error' forbids running it eagerly")
                 warnings.warn(f"estuary: graph '{self.name}' was built {self.builds} times for new input shapes "
                               f"(recompile_limit={self.config.effective_recompile_limit}); it runs eagerly from now on")
                 self.debug.log(f"{self.name}: recompile limit reached, eager from now on")
@@ -159,7 +173,7 @@ class GraphEngineGraph:
             if entry is None:
                 try:
                     entry = self.models[signature] = (self._build(args, None if dynamic else bindings), {})
-                except EstuaryError as error:
+                except (EstuaryError, TypeError) as error:  # TypeError: an FX argument describe cannot hand over
                     self._fall_back(error)
                     return self.gm(*args)
                 self.frozen = pointers
@@ -207,8 +221,9 @@ def compile_graph(gm, static, config, name, debug: DebugDump):
     if not missing:
         return GraphEngineGraph(gm, static, config, name, debug)
     if config.effective_fallback == "error":
-        listing = "; ".join(f"{t} (nodes {', '.join(n)})" for t, n in sorted(missing.items()))
-        raise UnsupportedOpsError(f"FX graph '{name}': ops without an Estuary translation: {listing}")
+        listing = "; ".join(f"{t} (nodes {', '.join(n for n, _ in nodes)}: {nodes[0][1]})"
+                            for t, nodes in sorted(missing.items()))
+        raise UnsupportedOpsError(f"FX graph '{name}': ops Estuary cannot run: {listing}")
     debug.log(f"{name}: partitioned; PyTorch runs {sorted(missing)}")
     partitioner = CapabilityBasedPartitioner(gm, _EstuarySupport(targets), allows_single_node_partition=False)
     partitioned = partitioner.partition_and_fuse()
@@ -226,4 +241,10 @@ def compile_graph(gm, static, config, name, debug: DebugDump):
         setattr(partitioned, node.target, _Region(runner))
     partitioned.recompile()
     debug.fx(name, "partitioned", partitioned)
+    regions = sum(1 for node in partitioned.graph.nodes if node.op == "call_module")
+    calls = sum(1 for node in gm.graph.nodes if node.op == "call_function")
+    left = sum(len(nodes) for nodes in missing.values())
+    listing = ", ".join(f"{target} x{len(nodes)} ({nodes[0][1]})" for target, nodes in sorted(missing.items()))
+    warnings.warn(f"estuary: graph '{name}': {left} of {calls} ops run in PyTorch, around {regions} Estuary "
+                  f"region(s): {listing}. fallback='error' makes this an error.")
     return partitioned
