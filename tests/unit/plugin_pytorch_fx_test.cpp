@@ -129,8 +129,8 @@ TEST(PytorchFx, UntranslatedTargetsAreListedTogether) {
   fx.name = "g";
   fx.nodes.push_back(input("x", {"2"}));
   fx.nodes.push_back(call("sort", "aten.sort.default", {ref(0)}));
-  fx.nodes.push_back(call("cumsum", "aten.cumsum.default", {ref(0), integer(0)}));
-  fx.nodes.push_back(call("cumsum_1", "aten.cumsum.default", {ref(2), integer(0)}));
+  fx.nodes.push_back(call("erfinv", "aten.erfinv.default", {ref(0)}));
+  fx.nodes.push_back(call("erfinv_1", "aten.erfinv.default", {ref(2)}));
   fx.outputs = {ref(3)};
   try {
     translate(fx);
@@ -139,8 +139,8 @@ TEST(PytorchFx, UntranslatedTargetsAreListedTogether) {
     // In order of first appearance, with every node.
     ASSERT_EQ(error.ops().size(), 2u);
     EXPECT_EQ(error.ops()[0].op_type, "aten.sort.default");
-    EXPECT_EQ(error.ops()[1].op_type, "aten.cumsum.default");
-    EXPECT_EQ(error.ops()[1].nodes, (std::vector<std::string>{"cumsum", "cumsum_1"}));
+    EXPECT_EQ(error.ops()[1].op_type, "aten.erfinv.default");
+    EXPECT_EQ(error.ops()[1].nodes, (std::vector<std::string>{"erfinv", "erfinv_1"}));
   }
   EXPECT_TRUE(supports("aten.convolution.default"));
   EXPECT_FALSE(supports("aten.sort.default"));
@@ -170,8 +170,13 @@ TEST(PytorchFx, ErrorsNameTheFxNode) {
   symbol.nodes.push_back(lone);
   symbol.nodes.push_back(call("arange", "aten.arange.default", {ref(0)}, DType::I64));
   symbol.outputs = {ref(1)};
-  EXPECT_EQ(errorOf(symbol), "FX graph: node 'arange' (aten.arange.default): the symbolic size u0 is not a dim of "
-                             "any tensor input, so its value is unknown at run time");
+  EXPECT_EQ(errorOf(symbol), "FX graph: node 'arange' (aten.arange.default): the symbolic size u0 is neither a dim "
+                             "of a tensor input nor given at run time, so its value is unknown");
+  // Given at run time, it is a 0-d input, and sizes computed from it are built in the graph.
+  symbol.nodes[0].runtime = true;
+  std::unique_ptr<Graph> graph = translate(symbol);
+  ASSERT_EQ(graph->inputs().size(), 1u);
+  EXPECT_EQ(graph->inputs()[0]->type().str(), "i64[]");
 }
 
 }  // namespace
