@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import estuary.torch as et
-from torch_models import BertEncoder, LlamaBlock
+from torch_models import BertEncoder, LlamaBlock, WindowAttention
 
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 
@@ -98,3 +98,44 @@ def test_input_inplace_pass_turns_indexed_buffer_writes_into_view_copies(tmp_pat
     assert "scatter" not in graph
     assert graph.count("torch.ops.aten.copy_.default(select") == 2
     assert graph.count("torch.ops.aten.copy_.default(slice") == 1
+
+
+@pytest.mark.parametrize("fn", [lambda y: y[..., 1:] - y[..., :-1], lambda y: y.t() + y], ids=["shifted", "transposed"])
+def test_inplace_pass_keeps_ops_out_of_place_when_an_argument_overlaps_the_written_one(fn):
+    # In place, the op would overwrite elements it still has to read (torch's reinplace alone
+    # gives a wrong answer for the first and an error for the second).
+    def model(x):
+        return fn(x * 2)
+
+    torch._dynamo.reset()
+    x = torch.randn(4, 4)
+    torch.testing.assert_close(torch.compile(model, backend=et.backend(mode="fx"))(x), model(x))
+
+
+def test_input_inplace_pass_keeps_a_copy_whose_result_is_returned():
+    # aten.copy_ returns its destination; when the graph returns the copy's result (generate
+    # with a static cache does), the restored in-place op's input stands for it.
+    from estuary.torch.fx_mode import input_inplace_pass
+
+    graph = torch.fx.Graph()
+    cache, update = graph.placeholder("cache"), graph.placeholder("update")
+    added = graph.call_function(torch.ops.aten.add.Tensor, (cache, update))
+    copied = graph.call_function(torch.ops.aten.copy_.default, (cache, added))
+    graph.output((copied,))
+    module = torch.fx.GraphModule({}, graph)
+    assert "1 functional update(s) restored" in input_inplace_pass(module)
+    cache_value, update_value = torch.zeros(3), torch.ones(3)
+    (result,) = module(cache_value, update_value)
+    assert result is cache_value and torch.equal(cache_value, torch.ones(3))
+
+
+def test_dynamic_sizes_reach_ops_as_integers():
+    # With dynamic=True, sizes are SymInt nodes (aten.sym_size.int) among the ops; torch's
+    # reinplace fails on them unless the pass keeps them out of its way.
+    torch._dynamo.reset()
+    model = WindowAttention()
+    compiled = torch.compile(model, backend=et.backend(mode="fx"), dynamic=True)
+    with torch.no_grad():
+        for size in (4, 6):
+            x = torch.randn(2, size, size, 8, generator=torch.Generator().manual_seed(size))
+            torch.testing.assert_close(compiled(x), model(x))

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import estuary.torch as et
+from torch_models import WindowAttention
 
 GE = et.backend(mode="ge", fallback="error")
 
@@ -69,20 +70,6 @@ def test_cat_leaves_out_a_legacy_empty_tensor():
 
 def test_symbolic_sizes_reach_the_comparisons_and_fills():
     check(lambda a: (a.new_ones(a.shape[0], 2) * (a[:, :2] > 0), torch.roll(a, 1, 1)), x, dynamic=True)
-
-
-class WindowAttention(torch.nn.Module):
-    """Windows of a dynamic-size feature map: sizes computed from the input's shape reach the
-    reshapes as integers, and an op PyTorch runs between two regions hands them on."""
-
-    def forward(self, x):
-        batch, height, width, channels = x.shape
-        windows = x.reshape(batch, height // 2, 2, width // 2, 2, channels).permute(0, 1, 3, 2, 4, 5)
-        windows = windows.reshape(-1, 4, channels)
-        scores = torch.softmax(windows @ windows.transpose(1, 2), -1)
-        mixed = torch.ops.aten.erfinv(torch.tanh(scores) * 0.5)  # no translation: a region boundary
-        out = (mixed @ windows).reshape(batch, height // 2, width // 2, 2, 2, channels)
-        return out.permute(0, 1, 3, 2, 4, 5).reshape(batch, height * width, channels)
 
 
 def test_sizes_passed_between_regions_are_run_time_inputs():

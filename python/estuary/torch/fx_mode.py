@@ -12,6 +12,7 @@ Each pass's graph is dumped when dumps are on, with a log of what it changed.
 import torch
 from torch.fx.operator_schemas import normalize_function
 from torch.fx.passes.reinplace import _maybe_get_inplace_op, reinplace
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from . import patterns
 
@@ -28,12 +29,58 @@ def pattern_fusion_pass(gm):
     return f"{replaced} replacement(s)"
 
 
+def _storage(node):
+    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return StorageWeakRef(value.untyped_storage()) if isinstance(value, torch.Tensor) else None
+
+
+class _OutOfPlace:
+    """A node's target while reinplacing, which torch's reinplace does not know and so leaves
+    out of place; it calls the op itself."""
+
+    def __init__(self, target):
+        self.target = target
+        self.__name__ = f"out_of_place_{getattr(target, '__name__', 'op')}"
+
+    def __call__(self, *args, **kwargs):
+        return self.target(*args, **kwargs)
+
+
+def _must_stay_out_of_place(node):
+    """Nodes torch's reinplace gets wrong: an op whose first argument shares storage with
+    another of its tensor arguments (y[..., 1:] - y[..., :-1], y.t() + y), whose in-place form
+    would overwrite elements it still has to read; and an op whose first argument is a size
+    (a SymInt where the schema takes a tensor, with dynamic shapes), which reinplace's checks
+    fail on, as they do on an op returning a size (aten.sym_size.int)."""
+    if node.op != "call_function" or not node.args or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    results = node.meta.get("val")
+    results = results if isinstance(results, (list, tuple)) else [results]
+    if any(not isinstance(result, torch.Tensor) for result in results):
+        return True
+    if _maybe_get_inplace_op(node.target) is None:
+        return False
+    written = _storage(node.args[0])
+    if written is None:
+        return True
+    others = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+    return any(_storage(other) == written for other in others)
+
+
 def inplace_pass(gm):
     before = _in_place_count(gm)
+    shielded = [node for node in gm.graph.nodes if _must_stay_out_of_place(node)]
+    for node in shielded:
+        node.target = _OutOfPlace(node.target)
     samples = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    reinplace(gm, *samples)
+    try:
+        reinplace(gm, *samples)
+    finally:
+        for node in shielded:
+            node.target = node.target.target
     gm.recompile()
-    return f"{_in_place_count(gm) - before} op(s) made in-place on intermediates"
+    kept = f", {len(shielded)} kept out of place (overlapping arguments, or a size as the first)" if shielded else ""
+    return f"{_in_place_count(gm) - before} op(s) made in-place on intermediates{kept}"
 
 
 def _is_view(node):
@@ -107,6 +154,9 @@ def input_inplace_pass(gm):
         # The input's old value must not be read once the first in-place write happened.
         if _reads_after(destination, order[chain[0]] + 1, order, ignore={chain[0], copy}):
             continue
+        # copy_ returns its destination, which holds the new value from here on: a use of the
+        # copy's result (a graph output, in generate with a static cache) reads the input.
+        copy.replace_all_uses_with(destination)
         graph.erase_node(copy)
         for link in chain:
             written = _write_in_place(graph, link, destination)
