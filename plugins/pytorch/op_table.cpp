@@ -324,6 +324,29 @@ Results cat(FxTranslation& t) {
   if (inputs.size() == 1) return {t.emitValue("Identity", {inputs[0]})};
   return {t.emitValue("Concat", inputs, {{"axis", dim}})};
 }
+// as_strided(self, size, stride, storage_offset) where it is a view a reshape gives: the
+// strides are the contiguous ones of `size` (dims of size 1 may have any stride), from offset 0
+// over all of self's elements. Values in the IR are contiguous, so that is a Reshape; any
+// other striding reads memory the IR does not describe, and is refused.
+Results asStrided(FxTranslation& t) {
+  Value* x = t.tensor(0, "self");
+  std::vector<int64_t> size = t.intsArg(1, "size");
+  std::vector<int64_t> stride = t.intsArg(2, "stride");
+  if (size.size() != stride.size()) t.fail("size and stride have ", size.size(), " and ", stride.size(), " entries");
+  if (t.intArg(3, "storage_offset", 0) != 0) t.fail("as_strided from a storage offset is not translated");
+  int64_t expected = 1;
+  for (size_t d = size.size(); d-- > 0;) {
+    if (size[d] != 1 && stride[d] != expected) {
+      t.fail("as_strided with stride ", stride[d], " at dim ", d, " (", expected,
+             " for a contiguous tensor) is not a reshape, which is all that is translated");
+    }
+    expected *= size[d];
+  }
+  if (!x->shape().isStatic() || x->shape().numElements() != expected) {
+    t.fail("as_strided to ", expected, " elements of a tensor of ", x->shape().str(), " is not translated");
+  }
+  return {t.emitValue("Reshape", {x, t.constantInts(size)})};
+}
 // roll(self, shifts, dims): each shift is a slice of the tail put before the head; with no
 // dims, the flattened tensor rolls and takes its shape back.
 Results roll(FxTranslation& t) {
@@ -356,16 +379,24 @@ Results roll(FxTranslation& t) {
 // negative pads crop.
 Results constantPad(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
-  std::vector<int64_t> pad = t.intsArg(1, "pad");
+  const FxArg& pad = t.requiredArg(1, "pad");
+  if (pad.kind != FxArg::Kind::List) t.fail("argument 'pad' must be a list");
   const size_t rank = t.rankOf(x);
-  if (pad.size() % 2 != 0 || pad.size() / 2 > rank) t.fail("pad has ", pad.size(), " entries for a rank-", rank, " tensor");
-  std::vector<int64_t> pads(2 * rank, 0);
-  for (size_t i = 0; i < pad.size() / 2; ++i) {
-    const size_t dim = rank - 1 - i;
-    pads[dim] = pad[2 * i];
-    pads[rank + dim] = pad[2 * i + 1];
+  if (pad.list.size() % 2 != 0 || pad.list.size() / 2 > rank) {
+    t.fail("pad has ", pad.list.size(), " entries for a rank-", rank, " tensor");
   }
-  return {t.emitValue("Pad", {x, t.constantInts(pads), t.scalar(x->dtype(), t.floatArg(2, "value", 0.0))},
+  // Pads may be sizes computed in the graph (padding to a multiple of a window).
+  std::vector<Value*> pads(2 * rank, nullptr);
+  for (size_t i = 0; i < pad.list.size() / 2; ++i) {
+    const size_t dim = rank - 1 - i;
+    pads[dim] = t.sizeValue(pad.list[2 * i]);
+    pads[rank + dim] = t.sizeValue(pad.list[2 * i + 1]);
+  }
+  for (Value*& value : pads) {
+    if (!value) value = t.constantInts({0});
+  }
+  return {t.emitValue("Pad", {x, t.emitValue("Concat", pads, {{"axis", int64_t{0}}}),
+                              t.scalar(x->dtype(), t.floatArg(2, "value", 0.0))},
                       {{"mode", std::string("constant")}})};
 }
 // gather(self, dim, index): GatherElements.
@@ -373,13 +404,15 @@ Results gather(FxTranslation& t) {
   Value* x = t.tensor(0, "self");
   return {t.emitValue("GatherElements", {x, t.tensor(2, "index")}, {{"axis", t.axis(t.intArg(1, "dim"), t.rankOf(x))}})};
 }
-// full(size, fill_value), new_full/new_ones/new_zeros(self, size, ...), full_like/ones_like/
+// full(size, fill_value), zeros/ones(size), new_full/new_ones/new_zeros(self, size, ...), full_like/ones_like/
 // zeros_like(self, ...), scalar_tensor(s): a tensor of the result's dtype filled with one value.
 Value* filled(FxTranslation& t, Value* shape, double value) {
   return t.emitValue("Expand", {t.scalar(t.resultDType(), value), shape});
 }
 // empty(size): its values are unspecified; zeros are as good as any and fold away.
 Results empty(FxTranslation& t) { return {filled(t, t.sizesArg(0, "size"), 0.0)}; }
+Results zeros(FxTranslation& t) { return {filled(t, t.sizesArg(0, "size"), 0.0)}; }
+Results ones(FxTranslation& t) { return {filled(t, t.sizesArg(0, "size"), 1.0)}; }
 Results full(FxTranslation& t) { return {filled(t, t.sizesArg(0, "size"), t.floatArg(1, "fill_value"))}; }
 Results newFull(FxTranslation& t) { return {filled(t, t.sizesArg(1, "size"), t.floatArg(2, "fill_value"))}; }
 Results newOnes(FxTranslation& t) { return {filled(t, t.sizesArg(1, "size"), 1.0)}; }
@@ -567,6 +600,27 @@ Results symMul(FxTranslation& t) { return symArithmetic(t, "Mul"); }
 Results symAdd(FxTranslation& t) { return symArithmetic(t, "Add"); }
 Results symSub(FxTranslation& t) { return symArithmetic(t, "Sub"); }
 Results symFloorDiv(FxTranslation& t) { return symArithmetic(t, "Div"); }  // sizes are >= 0
+Results symMod(FxTranslation& t) {
+  return {t.emitValue("Mod", {t.sizeValue(t.requiredArg(0, "a")), t.sizeValue(t.requiredArg(1, "b"))},
+                      {{"fmod", int64_t{0}}})};
+}
+// a ** b with b a small constant, as sizes use it (a window count squared).
+Results symPow(FxTranslation& t) {
+  Value* base = t.sizeValue(t.requiredArg(0, "a"));
+  const int64_t exponent = t.intArg(1, "b");
+  if (exponent < 0 || exponent > 8) t.fail("a size to the power ", exponent, " is not translated");
+  Value* result = t.constantInts({1});
+  for (int64_t i = 0; i < exponent; ++i) result = t.emitValue("Mul", {result, base});
+  return {result};
+}
+// torch.sym_sum(sizes): their sum.
+Results symSum(FxTranslation& t) {
+  const FxArg& sizes = t.requiredArg(0, "arg0");
+  if (sizes.kind != FxArg::Kind::List || sizes.list.empty()) t.fail("torch.sym_sum takes a non-empty list of sizes");
+  Value* sum = t.sizeValue(sizes.list[0]);
+  for (size_t i = 1; i < sizes.list.size(); ++i) sum = t.emitValue("Add", {sum, t.sizeValue(sizes.list[i])});
+  return {sum};
+}
 
 const std::map<std::string, FxOpTranslator>& table() {
   static const auto* translators = new std::map<std::string, FxOpTranslator>{
@@ -607,14 +661,15 @@ const std::map<std::string, FxOpTranslator>& table() {
       {"aten.bitwise_and.Tensor", bitwiseAnd}, {"aten.bitwise_and.Scalar", bitwiseAnd},
       {"aten.bitwise_or.Tensor", bitwiseOr}, {"aten.bitwise_or.Scalar", bitwiseOr},
       {"aten.bitwise_not.default", bitwiseNot}, {"aten.logical_not.default", bitwiseNot},
-      {"aten.cumsum.default", cumsum}, {"aten.roll.default", roll}, {"aten.constant_pad_nd.default", constantPad},
-      {"aten.gather.default", gather}, {"aten.full.default", full}, {"aten.empty.memory_format", empty}, {"aten.new_full.default", newFull},
+      {"aten.cumsum.default", cumsum}, {"aten.as_strided.default", asStrided}, {"aten.roll.default", roll}, {"aten.constant_pad_nd.default", constantPad},
+      {"aten.gather.default", gather}, {"aten.full.default", full}, {"aten.zeros.default", zeros}, {"aten.ones.default", ones}, {"aten.empty.memory_format", empty}, {"aten.new_full.default", newFull},
       {"aten.new_ones.default", newOnes}, {"aten.new_zeros.default", newZeros}, {"aten.full_like.default", fullLike},
       {"aten.ones_like.default", onesLike}, {"aten.zeros_like.default", zerosLike},
       {"aten.scalar_tensor.default", scalarTensor},
       {"operator.getitem", getitem}, {"aten.sym_size.int", symSize},
       {"operator.mul", symMul}, {"operator.add", symAdd},
-      {"operator.sub", symSub}, {"operator.floordiv", symFloorDiv},
+      {"operator.sub", symSub}, {"operator.floordiv", symFloorDiv}, {"operator.mod", symMod},
+      {"operator.pow", symPow}, {"torch.sym_sum", symSum},
   };
   return *translators;
 }

@@ -83,3 +83,20 @@ def test_sizes_passed_between_regions_are_run_time_inputs():
                 warnings.simplefilter("always")
                 torch.testing.assert_close(compiled(x), model(x))
             assert not [w for w in caught if "runs eagerly" in str(w.message)]  # no region fell back
+
+
+def test_as_strided_where_it_is_a_reshape():
+    t = torch.randn(1, 32, 1, generator=torch.Generator().manual_seed(3))
+    check(lambda a: torch.as_strided(a, [1, 32, 1, 1], [32, 1, 32, 32]).squeeze(-2) * 2, t)
+
+
+def test_size_arithmetic_mod_pow_and_sym_sum():
+    # Sizes as a windowed vision transformer computes them: padding to a multiple of the
+    # window (Mod), window counts squared (**) and summed (torch.sym_sum).
+    def padded_windows(a):
+        blocks = a.shape[1] // 2
+        pad = (4 - blocks % 4) % 4
+        b = torch.nn.functional.pad(a, (0, 0, 0, pad * 2))
+        return b.reshape(a.shape[0], -1, 4), torch.zeros(blocks ** 2 + pad)
+
+    check(padded_windows, torch.randn(2, 6, 4), dynamic=True)

@@ -97,14 +97,18 @@ class GraphEngineGraph:
         self.runtime = [i for i, n in enumerate(placeholders) if i not in self.static and
                         (not describe.is_symint_node(n) or (i in self.scalar_inputs and config.effective_dynamic))]
         outputs, self.returns_tuple = describe.output_layout(gm)
-        # Outputs that are sizes (SymInts) are computed here from the symbols; None stays None.
+        # Outputs that are sizes (SymInts): a size the region was given is handed back; with
+        # symbolic sizes the graph computes the others (their symbols need not be bound by
+        # the region's inputs), with fixed dims they are computed here. None stays None.
         self.output_kinds = []
         for out in outputs:
             value = out.meta.get("val") if isinstance(out, torch.fx.Node) else out
             if isinstance(value, torch.Tensor):
                 self.output_kinds.append(("tensor", None))
+            elif isinstance(value, torch.SymInt) and out.op == "placeholder":
+                self.output_kinds.append(("given", placeholders.index(out)))
             elif isinstance(value, torch.SymInt):
-                self.output_kinds.append(("size", value.node.expr))
+                self.output_kinds.append(("computed" if config.effective_dynamic else "size", value.node.expr))
             else:
                 self.output_kinds.append(("constant", value))
         self.models = {}        # signature -> (CompiledGraph, {shape key: output specs})
@@ -125,7 +129,7 @@ class GraphEngineGraph:
         nodes, outputs, index = describe.describe_graph(self.gm, weights, concrete,
                                                         self.scalar_inputs if concrete is None else ())
         tensor_outputs = [_fx.Ref(index[o]) for o, (kind, _) in zip(describe.output_layout(self.gm)[0], self.output_kinds)
-                          if kind == "tensor"]
+                          if kind in ("tensor", "computed")]
         graph = _fx.translate(self.name, nodes, tensor_outputs, self.config.extensions)
         self.debug.ir(self.name, "translated", graph)
         records = _fx.optimize(graph, _pipeline_spec(self.config.effective_pipeline), self.debug.pass_dir(self.name))
@@ -191,6 +195,10 @@ class GraphEngineGraph:
         for kind, what in self.output_kinds:
             if kind == "tensor":
                 results.append(next(tensors))
+            elif kind == "computed":
+                results.append(int(next(tensors).reshape(-1)[0]))
+            elif kind == "given":
+                results.append(int(args[what]))
             elif kind == "size":
                 results.append(int(what.xreplace({s: bindings[str(s)] for s in what.free_symbols})))
             else:
