@@ -632,7 +632,7 @@ const std::map<std::string, FxOpTranslator>& table() {
       {"aten.sigmoid.default", unary<kSigmoid>}, {"aten.abs.default", unary<kAbs>}, {"aten.erf.default", unary<kErf>},
       {"aten.sin.default", unary<kSin>}, {"aten.cos.default", unary<kCos>},
       {"aten.reciprocal.default", unary<kReciprocal>}, {"aten.clone.default", unary<kIdentity>},
-      {"aten.alias.default", unary<kIdentity>}, {"aten.rsqrt.default", rsqrt}, {"aten.silu.default", silu},
+      {"aten.alias.default", unary<kIdentity>}, {"aten.lift_fresh_copy.default", unary<kIdentity>}, {"aten.rsqrt.default", rsqrt}, {"aten.silu.default", silu},
       {"aten.gelu.default", gelu}, {"aten.hardtanh.default", hardtanh}, {"aten.pow.Tensor_Scalar", powScalar},
       {"prims.convert_element_type.default", convertElementType}, {"aten._to_copy.default", toCopy},
       {"aten.where.self", where}, {"aten.masked_fill.Scalar", maskedFill},

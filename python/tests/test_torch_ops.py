@@ -100,3 +100,9 @@ def test_size_arithmetic_mod_pow_and_sym_sum():
         return b.reshape(a.shape[0], -1, 4), torch.zeros(blocks ** 2 + pad)
 
     check(padded_windows, torch.randn(2, 6, 4), dynamic=True)
+
+
+def test_a_tensor_made_in_forward_is_a_constant():
+    # torch.tensor(...) inside forward is aten.lift_fresh_copy of a constant (Mistral, Qwen2
+    # and T5 make their masks' fill values so).
+    check(lambda a: a * torch.tensor(0.5) + torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), x)

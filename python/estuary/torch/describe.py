@@ -127,6 +127,18 @@ def describe_graph(gm, weights, concrete_sizes=None, scalar_inputs=()):
             kwargs = {key: arg(v) for key, v in node.kwargs.items()}
             nodes.append(("call", node.name, target_name(node.target), arg(list(node.args)), kwargs,
                           _result_dtypes(value), argument_names(node.target, len(node.args))))
+        elif node.op == "get_attr":
+            # A tensor the graph holds (torch.tensor(...) made in forward, lifted by aot): a
+            # constant, like a parameter.
+            tensor = gm
+            for part in node.target.split("."):
+                tensor = getattr(tensor, part)
+            if not isinstance(tensor, torch.Tensor):
+                raise TypeError(f"estuary.torch: FX node '{node.name}' reads '{node.target}', which is not a tensor")
+            tensor = tensor.detach()
+            index[node] = len(nodes)
+            nodes.append(("weight", node.name, dtype_name(tensor.dtype), [str(int(s)) for s in tensor.shape],
+                          tensor if tensor.is_contiguous() else tensor.contiguous()))
         elif node.op == "output":
             results = node.args[0]
             outputs = list(results) if isinstance(results, (list, tuple)) else [results]
