@@ -64,7 +64,7 @@ def _must_stay_out_of_place(node):
     if written is None:
         return True
     others = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
-    return any(_storage(other) == written for other in others)
+    return any(storage is not None and storage == written for storage in map(_storage, others))
 
 
 def inplace_pass(gm):
