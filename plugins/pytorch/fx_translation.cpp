@@ -148,7 +148,12 @@ Value* FxTranslation::sizesValue(const FxArg& sizes) {
 Value* FxTranslation::tensorOrScalar(size_t position, std::string_view name, DType dtype) {
   const FxArg& found = requiredArg(position, name);
   switch (found.kind) {
-    case FxArg::Kind::Node: return cast(valueOf(found), dtype);
+    case FxArg::Kind::Node: {
+      // A symbolic size used as an operand is a number: a 0-d tensor, like the int it stands for.
+      const FxNode& source = decoder_.graph().fx().nodes.at(found.node);
+      if (source.kind != FxNode::Kind::SymInt) return cast(valueOf(found), dtype);
+      return cast(emitValue("Reshape", {sizeValue(found), constantInts({})}), dtype);
+    }
     case FxArg::Kind::Int: return scalar(dtype, static_cast<double>(found.int_value));
     case FxArg::Kind::Float: return scalar(dtype, found.float_value);
     case FxArg::Kind::Bool: return scalar(dtype, found.bool_value ? 1.0 : 0.0);

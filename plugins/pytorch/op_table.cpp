@@ -524,6 +524,35 @@ Results indexCopy(FxTranslation& t) {
   int64_t dim = t.axis(t.intArg(1, "dim"), t.rankOf(self));
   return {scatterAlong(t, self, dim, t.tensor(2, "index"), t.tensor(3, "source"))};
 }
+// self[..., index, ...] = values with one index tensor (the other entries None), as a
+// sliding-window KV cache writes; accumulate adds instead.
+Results indexPut(FxTranslation& t) {
+  Value* self = t.tensor(0, "self");
+  const FxArg& indices = t.requiredArg(1, "indices");
+  if (indices.kind != FxArg::Kind::List) t.fail("argument 'indices' must be a list");
+  std::optional<size_t> dim;
+  for (size_t i = 0; i < indices.list.size(); ++i) {
+    if (indices.list[i].isNone()) continue;
+    if (dim) t.fail("index_put with several index tensors is not translated");
+    dim = i;
+  }
+  if (!dim || *dim >= t.rankOf(self)) t.fail("index_put needs one index tensor within the rank of 'self'");
+  Value* index = t.valueOf(indices.list[*dim]);
+  if (index->dtype() == DType::Bool) t.fail("index_put with a boolean mask is not translated");
+  if (t.rankOf(index) != 1) t.fail("index_put with a ", t.rankOf(index), "-D index tensor is not translated");
+  const auto d = static_cast<int64_t>(*dim);
+  Value* written_shape = t.emitValue("Concat", {t.emitValue("Shape", {self}, {{"start", int64_t{0}}, {"end", d}}),
+                                                t.emitValue("Shape", {index}),
+                                                t.emitValue("Shape", {self}, {{"start", d + 1}})},
+                                     {{"axis", int64_t{0}}});
+  Value* values = t.emitValue("Expand", {t.cast(t.tensor(2, "values"), self->dtype()), written_shape});
+  std::vector<int64_t> index_shape(t.rankOf(self), 1);
+  index_shape[*dim] = -1;
+  Value* positions = t.emitValue("Expand", {t.emitValue("Reshape", {index, t.constantInts(index_shape)}), written_shape});
+  std::vector<std::pair<std::string, Attribute>> attributes = {{"axis", d}};
+  if (t.boolArg(3, "accumulate", false)) attributes.emplace_back("reduction", std::string("add"));
+  return {t.emitValue("ScatterElements", {self, positions, values}, std::move(attributes))};
+}
 Results selectScatter(FxTranslation& t) {
   // self[..., index, ...] = src along dim (src lacks that dim).
   Value* self = t.tensor(0, "self");
@@ -600,6 +629,9 @@ Results symMul(FxTranslation& t) { return symArithmetic(t, "Mul"); }
 Results symAdd(FxTranslation& t) { return symArithmetic(t, "Add"); }
 Results symSub(FxTranslation& t) { return symArithmetic(t, "Sub"); }
 Results symFloorDiv(FxTranslation& t) { return symArithmetic(t, "Div"); }  // sizes are >= 0
+Results symMax(FxTranslation& t) { return symArithmetic(t, "Max"); }
+Results symMin(FxTranslation& t) { return symArithmetic(t, "Min"); }
+Results symNeg(FxTranslation& t) { return {t.emitValue("Neg", {t.sizeValue(t.requiredArg(0, "a"))})}; }
 Results symMod(FxTranslation& t) {
   return {t.emitValue("Mod", {t.sizeValue(t.requiredArg(0, "a")), t.sizeValue(t.requiredArg(1, "b"))},
                       {{"fmod", int64_t{0}}})};
@@ -626,7 +658,7 @@ const std::map<std::string, FxOpTranslator>& table() {
   static const auto* translators = new std::map<std::string, FxOpTranslator>{
       {"aten.add.Tensor", add}, {"aten.add.Scalar", add}, {"aten.sub.Tensor", sub}, {"aten.sub.Scalar", sub},
       {"aten.rsub.Scalar", rsub}, {"aten.rsub.Tensor", rsub}, {"aten.mul.Tensor", mul}, {"aten.mul.Scalar", mul},
-      {"aten.div.Tensor", div}, {"aten.div.Scalar", div},
+      {"aten.div.Tensor", div}, {"aten.div.Scalar", div}, {"aten.true_divide.Tensor", div},
       {"aten.relu.default", unary<kRelu>}, {"aten.neg.default", unary<kNeg>}, {"aten.exp.default", unary<kExp>},
       {"aten.log.default", unary<kLog>}, {"aten.sqrt.default", unary<kSqrt>}, {"aten.tanh.default", unary<kTanh>},
       {"aten.sigmoid.default", unary<kSigmoid>}, {"aten.abs.default", unary<kAbs>}, {"aten.erf.default", unary<kErf>},
@@ -669,7 +701,8 @@ const std::map<std::string, FxOpTranslator>& table() {
       {"operator.getitem", getitem}, {"aten.sym_size.int", symSize},
       {"operator.mul", symMul}, {"operator.add", symAdd},
       {"operator.sub", symSub}, {"operator.floordiv", symFloorDiv}, {"operator.mod", symMod},
-      {"operator.pow", symPow}, {"torch.sym_sum", symSum},
+      {"operator.pow", symPow}, {"torch.sym_sum", symSum}, {"torch.sym_max", symMax}, {"torch.sym_min", symMin},
+      {"operator.neg", symNeg}, {"aten.index_put.default", indexPut},
   };
   return *translators;
 }

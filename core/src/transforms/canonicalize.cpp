@@ -1,6 +1,7 @@
 #include "estuary/transforms/canonicalize.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "estuary/support/error.h"
@@ -113,9 +114,9 @@ class Canonicalizer {
       if (on(kDropout)) return dropout(node, x);
     } else if (op == "Cast") {
       const Attribute* to = node.attr("to");
-      if (on(kCast) && to && to->kind() == AttrKind::Type && x->dtype() != DType::Undefined &&
-          x->dtype() == to->asType()) {
-        return replace(node, x);
+      if (on(kCast) && to && to->kind() == AttrKind::Type && x->dtype() != DType::Undefined) {
+        if (x->dtype() == to->asType()) return replace(node, x);
+        return castScalarConstant(node, x, to->asType());
       }
     } else if (op == "Transpose") {
       if (on(kTranspose)) return transpose(node, x);
@@ -124,6 +125,8 @@ class Canonicalizer {
       if (on(kReshapeChain)) return reshapeChain(node, x);
     } else if (op == "Expand") {
       if (on(kSameShape) && expandKeepsShape(node, x)) return replace(node, x);
+    } else if (op == "Slice") {
+      if (on(kSameShape) && sliceKeepsAll(node, x)) return replace(node, x);
     } else if (op == "Squeeze" || op == "Unsqueeze") {
       if (on(kSqueezeUnsqueeze)) return squeezeUnsqueeze(node, x);
     } else if (op == "If") {
@@ -266,6 +269,15 @@ class Canonicalizer {
     return true;
   }
 
+  // A Slice whose result has its input's dims, stepping forward, takes every element in
+  // order (`x[:, :, None]`'s full slices in PyTorch graphs).
+  static bool sliceKeepsAll(const Node& node, const Value* x) {
+    if (node.numOutputs() != 1 || !sameDims(x->shape(), node.output(0)->shape())) return false;
+    if (node.numInputs() < 5 || !node.input(4)) return true;
+    std::optional<std::vector<int64_t>> steps = constantInts(node.input(4));
+    return steps && std::all_of(steps->begin(), steps->end(), [](int64_t step) { return step > 0; });
+  }
+
   static bool expandKeepsShape(const Node& node, const Value* x) {
     const Shape& in = x->shape();
     if (!in.isRanked()) return false;
@@ -320,6 +332,35 @@ class Canonicalizer {
     std::optional<std::vector<int64_t>> b = normalizedAxes(*inner_axes, rank);
     if (!a || !b || *a != *b) return 0;
     return replace(node, inner->input(0));
+  }
+
+  // A Cast of a one-element f64/f32/i64/i32 constant to one of those types is that constant:
+  // a model's epsilon or attention scale, which PyTorch hands over as a double, becomes an
+  // f32 constant that the recognizers can read.
+  int64_t castScalarConstant(Node& node, Value* x, DType to) {
+    const Tensor* tensor = constantTensor(x);
+    auto is_numeric = [](DType t) { return t == DType::F64 || t == DType::F32 || t == DType::I64 || t == DType::I32; };
+    if (!tensor || tensor->numElements() != 1 || !is_numeric(tensor->dtype()) || !is_numeric(to)) return 0;
+    double value = 0;
+    switch (tensor->dtype()) {
+      case DType::F64: value = *tensor->data<double>(); break;
+      case DType::F32: value = *tensor->data<float>(); break;
+      case DType::I64: value = static_cast<double>(*tensor->data<int64_t>()); break;
+      default: value = *tensor->data<int32_t>(); break;
+    }
+    // Only values every one of these types holds exactly (or rounds, for f32) are folded.
+    if (!std::isfinite(value) || std::fabs(value) >= 2147483648.0) return 0;
+    std::vector<int64_t> shape(tensor->shape().begin(), tensor->shape().end());
+    Tensor folded = Tensor::allocate(to, shape);
+    switch (to) {
+      case DType::F64: *static_cast<double*>(folded.mutableData()) = value; break;
+      case DType::F32: *static_cast<float*>(folded.mutableData()) = static_cast<float>(value); break;
+      // Truncation toward zero, as Cast does.
+      case DType::I64: *static_cast<int64_t*>(folded.mutableData()) = static_cast<int64_t>(value); break;
+      default: *static_cast<int32_t*>(folded.mutableData()) = static_cast<int32_t>(value); break;
+    }
+    Node* constant = createInferred(*node.graph(), &node, "Constant", {}, {{"value", std::move(folded)}});
+    return replace(node, constant->output());
   }
 
   // Redirects the uses of the node's first result to `replacement` and erases the node

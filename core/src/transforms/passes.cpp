@@ -1,11 +1,13 @@
 #include "estuary/transforms/passes.h"
 
 #include "estuary/rewrite/pattern_pass.h"
+#include "estuary/transforms/attention_recognition.h"
 #include "estuary/transforms/canonicalize.h"
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
 #include "estuary/transforms/einsum_lowering.h"
 #include "estuary/transforms/rms_norm_recognition.h"
+#include "estuary/transforms/rotary_recognition.h"
 #include "estuary/transforms/shape_inference.h"
 #include "estuary/transforms/transpose_sinking.h"
 
@@ -19,6 +21,8 @@ void registerCorePasses(PassRegistry& registry) {
   registry.add(transposeSinkingPass());
   registry.add(einsumLoweringPass());
   registry.add(rmsNormRecognitionPass());
+  registry.add(attentionRecognitionPass());
+  registry.add(rotaryRecognitionPass());
   registerPatternPasses(registry);
 }
 

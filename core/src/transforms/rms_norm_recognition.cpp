@@ -11,35 +11,6 @@ namespace estuary {
 
 namespace {
 
-// The one value of a one-element floating-point constant.
-std::optional<double> scalarConstant(const Value* value) {
-  const Tensor* tensor = constantTensor(value);
-  if (!tensor || tensor->numElements() != 1) return std::nullopt;
-  switch (tensor->dtype()) {
-    case DType::F32:
-      return *tensor->data<float>();
-    case DType::F64:
-      return *tensor->data<double>();
-    default:
-      return std::nullopt;
-  }
-}
-
-// The producer of `value` if it is `op` and `value` has no other reader.
-Node* onlyUse(Value* value, std::string_view op) {
-  Node* producer = value ? value->producer() : nullptr;
-  if (!producer || !producer->is(op) || value->uses().size() != 1) return nullptr;
-  return producer;
-}
-
-// Of a binary node, the operand that is not `known`, or nullptr when neither is.
-Value* otherOperand(const Node& node, const Value* known) {
-  if (node.numInputs() != 2) return nullptr;
-  if (node.input(0) == known) return node.input(1);
-  if (node.input(1) == known) return node.input(0);
-  return nullptr;
-}
-
 struct RmsNorm {
   Value* x;
   Value* gamma;
@@ -87,13 +58,13 @@ class Recognizer {
     Node* node = normalized->producer();
     if (!node || normalized->uses().size() != 1 || node->numInputs() != 2) return std::nullopt;
     if (node->is("Div")) {
-      Node* root = onlyUse(node->input(1), "Sqrt");
+      Node* root = soleProducer(node->input(1), "Sqrt");
       return root ? matchVariance(node->input(0), root->input(0)) : std::nullopt;
     }
     if (!node->is("Mul")) return std::nullopt;
     for (size_t side = 0; side < 2; ++side) {
-      Node* reciprocal = onlyUse(node->input(1 - side), "Reciprocal");
-      Node* root = reciprocal ? onlyUse(reciprocal->input(0), "Sqrt") : nullptr;
+      Node* reciprocal = soleProducer(node->input(1 - side), "Reciprocal");
+      Node* root = reciprocal ? soleProducer(reciprocal->input(0), "Sqrt") : nullptr;
       if (!root) continue;
       if (std::optional<RmsNorm> match = matchVariance(node->input(side), root->input(0))) return match;
     }
@@ -102,11 +73,11 @@ class Recognizer {
 
   // shifted = Add(ReduceMean(square(x), axes, keepdims=1), epsilon).
   std::optional<RmsNorm> matchVariance(Value* x, Value* shifted) {
-    Node* add = onlyUse(shifted, "Add");
+    Node* add = soleProducer(shifted, "Add");
     if (!add || add->numInputs() != 2) return std::nullopt;
     for (size_t side = 0; side < 2; ++side) {
-      std::optional<double> epsilon = scalarConstant(add->input(1 - side));
-      Node* mean = onlyUse(add->input(side), "ReduceMean");
+      std::optional<double> epsilon = scalarFloatConstant(add->input(1 - side));
+      Node* mean = soleProducer(add->input(side), "ReduceMean");
       if (!epsilon || !mean || mean->intAttr("keepdims", 1) != 1 || mean->numInputs() < 2) continue;
       if (!isSquareOf(mean->input(0), x)) continue;
       std::optional<int64_t> axis = trailingAxes(mean->input(1), x);
@@ -119,7 +90,7 @@ class Recognizer {
     Node* node = square->producer();
     if (!node || square->uses().size() != 1 || node->numInputs() != 2) return false;
     if (node->is("Mul")) return node->input(0) == x && node->input(1) == x;
-    std::optional<double> exponent = node->is("Pow") ? scalarConstant(node->input(1)) : std::nullopt;
+    std::optional<double> exponent = node->is("Pow") ? scalarFloatConstant(node->input(1)) : std::nullopt;
     return node->input(0) == x && exponent == 2.0;
   }
 

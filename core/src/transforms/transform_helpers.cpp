@@ -23,6 +23,24 @@ std::optional<std::vector<int64_t>> constantInts(const Value* value) {
   return std::nullopt;
 }
 
+std::optional<double> scalarFloatConstant(const Value* value) {
+  const Tensor* tensor = constantTensor(value);
+  if (!tensor || tensor->numElements() != 1) return std::nullopt;
+  if (tensor->dtype() == DType::F32) return *tensor->data<float>();
+  if (tensor->dtype() == DType::F64) return *tensor->data<double>();
+  return std::nullopt;
+}
+
+Node* soleProducer(Value* value, std::string_view op) {
+  Node* producer = value ? value->producer() : nullptr;
+  if (!producer || !producer->is(op) || value->uses().size() != 1) return nullptr;
+  return producer;
+}
+
+bool hasRank(const Value* value, size_t rank) {
+  return value && value->shape().isRanked() && value->shape().rank() == rank;
+}
+
 std::optional<std::vector<int64_t>> permutationOf(const Node& transpose) {
   std::vector<int64_t> perm;
   if (const Attribute* attribute = transpose.attr("perm"); attribute && attribute->kind() == AttrKind::Ints) {

@@ -15,6 +15,14 @@ namespace estuary {
 // The elements of a constant integer scalar or vector.
 std::optional<std::vector<int64_t>> constantInts(const Value* value);
 
+// The one value of a one-element f32 or f64 constant.
+std::optional<double> scalarFloatConstant(const Value* value);
+
+// The node producing `value` if it is `op` and nothing else reads `value`.
+Node* soleProducer(Value* value, std::string_view op);
+
+bool hasRank(const Value* value, size_t rank);
+
 // A Transpose's permutation (the default, no `perm`, reverses the known rank); nullopt when
 // it is not a valid permutation or the rank is unknown.
 std::optional<std::vector<int64_t>> permutationOf(const Node& transpose);

@@ -416,7 +416,7 @@ class RotaryEmbeddingKernel final : public Kernel {
 #pragma omp parallel for num_threads(args.num_threads) if (parallel) schedule(static)
     for (int64_t t = 0; t < tokens; ++t) {
       const int64_t b = t / g_.seq, s = t % g_.seq;
-      const int64_t row = g_.by_position ? positions[t] : t;
+      const int64_t row = g_.by_position ? positions[t] : g_.cache_rows == g_.seq ? s : t;
       if (row < 0 || row >= g_.cache_rows) {
         bad.store(t);
         continue;
@@ -501,11 +501,12 @@ std::unique_ptr<Kernel> makeRotaryEmbedding(const KernelBuildContext& context) {
     }
     g.cache_rows = cos.dims[0];
   } else {
-    if (cos.rank != 3 || cos.dims[0] != g.batch || cos.dims[1] != g.seq) {
-      context.fail("without position_ids the caches are [", g.batch, ",", g.seq, ",", g.half, "] (batch, sequence, ",
-                   "rotary_embedding_dim / 2), got ", cos.str());
+    // A batch of 1 serves every sequence of the batch (PyTorch models compute them once).
+    if (cos.rank != 3 || (cos.dims[0] != g.batch && cos.dims[0] != 1) || cos.dims[1] != g.seq) {
+      context.fail("without position_ids the caches are [", g.batch, ",", g.seq, ",", g.half, "] (batch or 1, ",
+                   "sequence, rotary_embedding_dim / 2), got ", cos.str());
     }
-    g.cache_rows = g.batch * g.seq;
+    g.cache_rows = cos.dims[0] * g.seq;
   }
   g.cache_row_stride = cos.dims[cos.rank - 1];
   if (g.cache_row_stride < g.half) {

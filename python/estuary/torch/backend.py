@@ -48,14 +48,28 @@ def _static_inputs():
     return set(metadata.static_input_indices) - mutated
 
 
+def _wrapped_floats(gm):
+    """Indices of the inputs that are Python floats Dynamo passes as 0-d f64 tensors: with
+    dynamic=True a model's epsilons and attention scalings become such inputs, guarded only
+    by type."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    floats = set()
+    for i, node in enumerate(placeholders):
+        grapharg, value = node.meta.get("grapharg"), node.meta.get("example_value")
+        if getattr(grapharg, "pass_arg_as_tensor", False) and isinstance(value, torch.Tensor) and value.is_floating_point():
+            floats.add(i)
+    return floats
+
+
 def _compile(gm, example_inputs, *, config, compile_inference):
     debug = DebugDump.for_config(config)
     debug.dynamo_graph(gm)
     name = f"graph_{next(_graph_numbers)}"
+    floats = _wrapped_floats(gm)
 
     def inference_compiler(aot_gm, fake_inputs):
         debug.fx(name, "received", aot_gm)
-        compiled = compile_inference(aot_gm, _static_inputs(), config, name, debug)
+        compiled = compile_inference(aot_gm, _static_inputs(), floats, config, name, debug)
         return make_boxed_func(compiled)
 
     # A graph that needs gradients: AOT hands over the joint forward-and-backward graph first,

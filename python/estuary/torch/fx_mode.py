@@ -174,7 +174,7 @@ PASSES = [("pattern_fusion_pass", pattern_fusion_pass), ("inplace_pass", inplace
           ("input_inplace_pass", input_inplace_pass)]
 
 
-def compile_fx_graph(gm, static, config, name, debug):
+def compile_fx_graph(gm, static, floats, config, name, debug):
     """Runs the enabled passes on gm (an aot inference graph) and returns it for PyTorch to run."""
     for pass_name, run in PASSES:
         if not config.fx_pass_enabled(pass_name):

@@ -66,15 +66,20 @@ class GraphEngineGraph:
     """One FX graph (or partition) run by the GE backend.
 
     static: the placeholder indices that are parameters or buffers (constants of the build).
+    floats: the placeholder indices that are Python floats as 0-d f64 tensors (a model's eps);
+        each build takes their values as constants, so that the pipeline sees an RMSNorm's
+        epsilon or an attention's scale, and a new value means a new build.
     """
 
-    def __init__(self, gm, static, config, name, debug):
+    def __init__(self, gm, static, floats, config, name, debug):
         self.gm = gm
         self.config = config
         self.name = name
         self.debug = debug
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.static = [i for i in range(len(placeholders)) if i in static and not describe.is_symint_node(placeholders[i])]
+        self.floats = [i for i in range(len(placeholders)) if i in floats and i not in static]
+        self.float_values = None  # the floats' values the builds hold
         # Symbols and where their values are found: (input index, dim).
         self.symbols = {}
         for i, node in enumerate(placeholders):
@@ -94,7 +99,7 @@ class GraphEngineGraph:
                                if placeholders[i].meta["val"].node.expr.is_Symbol}
         # In dynamic mode the build takes those sizes at run time; with fixed dims they are
         # constants of each build.
-        self.runtime = [i for i, n in enumerate(placeholders) if i not in self.static and
+        self.runtime = [i for i, n in enumerate(placeholders) if i not in self.static and i not in self.floats and
                         (not describe.is_symint_node(n) or (i in self.scalar_inputs and config.effective_dynamic))]
         outputs, self.returns_tuple = describe.output_layout(gm)
         # Outputs that are sizes (SymInts): a size the region was given is handed back; with
@@ -126,6 +131,8 @@ class GraphEngineGraph:
         for i in self.static:
             tensor = args[i].detach()
             weights[i] = tensor if tensor.is_contiguous() else tensor.contiguous()
+        for i in self.floats:
+            weights[i] = args[i].detach().clone()  # Dynamo makes a new tensor per call
         nodes, outputs, index = describe.describe_graph(self.gm, weights, concrete,
                                                         self.scalar_inputs if concrete is None else ())
         tensor_outputs = [_fx.Ref(index[o]) for o, (kind, _) in zip(describe.output_layout(self.gm)[0], self.output_kinds)
@@ -151,8 +158,9 @@ class GraphEngineGraph:
         if self.eager:
             return self.gm(*args)
         pointers = [args[i].data_ptr() for i in self.static]
-        if self.frozen is not None and pointers != self.frozen:
-            self.models.clear()  # parameters were replaced: rebuild with the new ones
+        float_values = [float(args[i]) for i in self.floats]
+        if self.frozen is not None and (pointers != self.frozen or float_values != self.float_values):
+            self.models.clear()  # parameters were replaced or a float changed: rebuild with the new ones
         bindings = self._bindings(args)
         dynamic = self.config.effective_dynamic
         signature = None if dynamic else tuple(sorted(bindings.items()))
@@ -180,7 +188,7 @@ class GraphEngineGraph:
                 except (EstuaryError, TypeError) as error:  # TypeError: an FX argument describe cannot hand over
                     self._fall_back(error)
                     return self.gm(*args)
-                self.frozen = pointers
+                self.frozen, self.float_values = pointers, float_values
             entry[1][shape_key] = entry[0].output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])
         model, specs = entry[0], entry[1][shape_key]
         contiguous = [t if t.is_contiguous() else t.contiguous() for t in inputs]
@@ -217,7 +225,7 @@ class _Region(torch.nn.Module):
         return self.runner(*args)
 
 
-def compile_graph(gm, static, config, name, debug: DebugDump):
+def compile_graph(gm, static, floats, config, name, debug: DebugDump):
     """A callable running `gm` (an aot inference graph) with the GE backend where it can."""
     if patterns.has_user_patterns():
         debug.log(f"{name}: user patterns: {patterns.apply_user_patterns(gm)} replacement(s)")
@@ -227,7 +235,7 @@ def compile_graph(gm, static, config, name, debug: DebugDump):
     targets = set(_fx.supported_targets(config.extensions))
     missing = unsupported_targets(gm, targets)
     if not missing:
-        return GraphEngineGraph(gm, static, config, name, debug)
+        return GraphEngineGraph(gm, static, floats, config, name, debug)
     if config.effective_fallback == "error":
         listing = "; ".join(f"{t} (nodes {', '.join(n for n, _ in nodes)}: {nodes[0][1]})"
                             for t, nodes in sorted(missing.items()))
@@ -245,7 +253,8 @@ def compile_graph(gm, static, config, name, debug: DebugDump):
             if "val" not in inner_node.meta and isinstance(outer, torch.fx.Node):
                 inner_node.meta["val"] = outer.meta.get("val")
         region_static = {k for k, a in enumerate(node.args) if placeholders.get(a, -1) in static}
-        runner = GraphEngineGraph(submodule, region_static, config, f"{name}.{node.target}", debug)
+        region_floats = {k for k, a in enumerate(node.args) if placeholders.get(a, -1) in floats}
+        runner = GraphEngineGraph(submodule, region_static, region_floats, config, f"{name}.{node.target}", debug)
         setattr(partitioned, node.target, _Region(runner))
     partitioned.recompile()
     debug.fx(name, "partitioned", partitioned)
