@@ -18,6 +18,8 @@ applied: the import takes seconds.
 import functools
 import importlib
 
+from .fx_attention import fuse_attention
+
 # The decompositions estuary.torch's aot_autograd uses: none. Patterns must be traced with
 # the same table, or they never match (inductor's default table decomposes silu, gelu,
 # layer_norm, ... which our graphs keep whole).
@@ -94,53 +96,6 @@ def apply_user_patterns(gm):
     return count
 
 
-@functools.lru_cache(maxsize=None)
-def _default_pass():
-    """Estuary's default FX fusions: attention written out as matmul/softmax/matmul becomes
-    PyTorch's fused scaled_dot_product_attention (its flash kernel on the CPU)."""
-    import torch
-    import torch.nn.functional as F
-
-    pass_dict = _matcher().PatternMatcherPass(pass_name="estuary_default_patterns")
-
-    def same_dtype(match):
-        values = [node.meta["val"] for node in match.kwargs.values() if hasattr(node, "meta") and "val" in node.meta]
-        return len({v.dtype for v in values if isinstance(v, torch.Tensor)}) == 1
-
-    # Exact matches compare the traced ops, so each way of writing the pattern is registered:
-    # k transposed as (-2, -1) or (-1, -2), and q/k/v contiguous or, as after the usual
-    # view + permute of a projection, strided (then matmul copies them with clone).
-    def attention_patterns(dims):
-        # Patterns' parameters are their inputs, so the transpose dims are bound by closure.
-        def attention(q, k, v, mask, inv_scale):
-            return torch.matmul((torch.matmul(q, k.transpose(*dims)) / inv_scale + mask).softmax(dim=-1), v)
-
-        def attention_without_mask(q, k, v, inv_scale):
-            return torch.matmul((torch.matmul(q, k.transpose(*dims)) / inv_scale).softmax(dim=-1), v)
-        return attention, attention_without_mask
-
-    for dims in ((-2, -1), (-1, -2)):
-        attention, attention_without_mask = attention_patterns(dims)
-
-        def fused_attention(q, k, v, mask, inv_scale):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / inv_scale)
-
-        def fused_attention_without_mask(q, k, v, inv_scale):
-            return F.scaled_dot_product_attention(q, k, v, scale=1.0 / inv_scale)
-
-        for strided in (False, True):
-            qkv = [torch.empty(2, 8, 4, 16).permute(0, 2, 1, 3) if strided else torch.empty(2, 4, 8, 16)
-                   for _ in range(3)]
-            _register(attention, fused_attention, qkv + [torch.empty(2, 1, 1, 8)], fwd_only, same_dtype, None,
-                      {"inv_scale": 4.0}, pass_dict)
-            _register(attention_without_mask, fused_attention_without_mask, qkv, fwd_only, same_dtype, None,
-                      {"inv_scale": 4.0}, pass_dict)
-    return pass_dict
-
-
 def apply_default_patterns(gm):
-    count = _default_pass().apply(gm)
-    if count:
-        gm.graph.lint()
-        gm.recompile()
-    return count
+    """Estuary's default FX fusions; returns the number of replacements."""
+    return fuse_attention(gm)
