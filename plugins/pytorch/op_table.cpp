@@ -47,6 +47,11 @@ Results rsqrt(FxTranslation& t) {
   return {t.emitValue("Reciprocal", {t.emitValue("Sqrt", {t.tensor(0, "self")})})};
 }
 Results silu(FxTranslation& t) { return {t.emitValue("Swish", {t.tensor(0, "self")}, {{"alpha", 1.0}})}; }
+Results hardswish(FxTranslation& t) { return {t.emitValue("HardSwish", {t.tensor(0, "self")})}; }
+// relu6(x + 3) / 6: ONNX's HardSigmoid with alpha 1/6, beta 1/2.
+Results hardsigmoid(FxTranslation& t) {
+  return {t.emitValue("HardSigmoid", {t.tensor(0, "self")}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}})};
+}
 Results gelu(FxTranslation& t) {
   std::string approximate = t.stringArg(1, "approximate", "none");
   return {t.emitValue("Gelu", {t.tensor(0, "self")}, {{"approximate", approximate}})};
@@ -665,7 +670,7 @@ const std::map<std::string, FxOpTranslator>& table() {
       {"aten.sin.default", unary<kSin>}, {"aten.cos.default", unary<kCos>},
       {"aten.reciprocal.default", unary<kReciprocal>}, {"aten.clone.default", unary<kIdentity>},
       {"aten.alias.default", unary<kIdentity>}, {"aten.lift_fresh_copy.default", unary<kIdentity>}, {"aten.rsqrt.default", rsqrt}, {"aten.silu.default", silu},
-      {"aten.gelu.default", gelu}, {"aten.hardtanh.default", hardtanh}, {"aten.pow.Tensor_Scalar", powScalar},
+      {"aten.gelu.default", gelu}, {"aten.hardswish.default", hardswish}, {"aten.hardsigmoid.default", hardsigmoid}, {"aten.hardtanh.default", hardtanh}, {"aten.pow.Tensor_Scalar", powScalar},
       {"prims.convert_element_type.default", convertElementType}, {"aten._to_copy.default", toCopy},
       {"aten.where.self", where}, {"aten.masked_fill.Scalar", maskedFill},
       {"aten.mean.dim", mean}, {"aten.sum.dim_IntList", sum}, {"aten.amax.default", amax},

@@ -230,10 +230,15 @@ class CompiledGraph {
     context_->run(inputs, outputs);
   }
 
-  std::string report() const {
-    std::string text;
-    for (const auto& [op, count] : model_->report().ops_after) text += op + ": " + std::to_string(count) + "\n";
-    return text;
+  // What the most recent plan runs: its op histogram (fused ops included) and the fusions
+  // the backend made while building it.
+  py::dict report() const {
+    const ge::BuildReport& built = model_->report();
+    py::dict report;
+    report["ops_after"] = built.ops_after;
+    report["fused_epilogues"] = built.fused_epilogues;
+    report["folded_transposes"] = built.folded_transposes;
+    return report;
   }
 
  private:

@@ -1,4 +1,4 @@
-"""The four benchmark models in both modes, graph engine and FX, compiled with dynamic sizes:
+"""The four benchmark models and a torchvision detection network in both modes, graph engine and FX, compiled with dynamic sizes:
 results equal to eager PyTorch for every size, and one compilation for all of them.
 
 The CNNs get a dynamic batch (torch._dynamo.mark_dynamic): with dynamic=True their spatial
@@ -21,6 +21,32 @@ def torchvision_runs(name):
     runs = []
     for batch in (2, 3, 5):
         x = torch.randn(batch, 3, 64, 64)
+        torch._dynamo.mark_dynamic(x, 0)
+        runs.append((x,))
+    return model, model, runs, None
+
+
+class DetectionNetwork(torch.nn.Module):
+    """A torchvision detection model up to its head's outputs (box regressions and class
+    logits per anchor). The postprocessing after it (box decoding, NMS) calls torchvision's
+    C++ ops, which do not load with the CPU build of torch, so neither eager nor compiled
+    runs can reach it here."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.backbone, self.head = model.backbone, model.head
+
+    def forward(self, x):
+        outputs = self.head(list(self.backbone(x).values()))
+        return outputs["bbox_regression"], outputs["cls_logits"]
+
+
+def detection_runs():
+    detection = import_torchvision().models.detection
+    model = DetectionNetwork(detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)).eval()
+    runs = []
+    for batch in (2, 3):  # a batch of 1 would be specialized (Dynamo's 0/1 rule)
+        x = torch.randn(batch, 3, 320, 320)
         torch._dynamo.mark_dynamic(x, 0)
         runs.append((x,))
     return model, model, runs, None
@@ -50,6 +76,7 @@ def llama_runs():
 MODELS = {
     "resnet18": lambda: torchvision_runs("resnet18"),
     "mobilenet_v2": lambda: torchvision_runs("mobilenet_v2"),
+    "ssdlite_detection": detection_runs,
     "bert": bert_runs,
     "llama": llama_runs,
 }

@@ -62,7 +62,7 @@ def test_pattern_fusion_pass_fuses_written_out_attention(tmp_path):
     graph = returned_graph(tmp_path)
     assert graph.count("aten.scaled_dot_product_attention.default(") == 2  # one per layer
     assert "aten._softmax" not in graph
-    assert "pattern_fusion_pass: 2 replacement(s)" in (tmp_path / "estuary" / "debug.log").read_text()
+    assert "pattern_fusion_pass: 2 attention(s) fused" in (tmp_path / "estuary" / "debug.log").read_text()
 
 
 def test_dynamic_batch_and_sequence_sizes_compile_once():

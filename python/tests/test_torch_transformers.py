@@ -20,3 +20,37 @@ def test_matches_eager_with_nothing_left_to_pytorch(name, mode, what, attention)
         assert outcome.graphs >= 1 and outcome.graph_breaks == 0
     else:
         assert outcome.same_tokens
+
+
+# (model, attention implementation): the fusions each mode's debug log must report for the
+# 2-layer configs, "pass (count)" for graph-engine mode's IR passes, FX mode's own counts.
+FUSIONS = {
+    ("llama", "eager"): (["recognize_rotary_embedding (4)", "recognize_attention (4)", "recognize_rms_norm (5)",
+                          "fuse_add_rms_norm (4)"], "2 attention(s) fused"),
+    ("llama", "sdpa"): (["recognize_rotary_embedding (4)", "recognize_rms_norm (5)"], "0 attention(s) fused"),
+    ("mistral", "eager"): (["recognize_attention (4)"], "2 attention(s) fused"),
+    ("gpt2", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
+    ("bert", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
+    ("vit", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
+}
+
+
+@pytest.mark.parametrize("name,attention", list(FUSIONS))
+def test_fusions_fire_on_transformers_code(name, attention, tmp_path):
+    graph_engine, fx = FUSIONS[(name, attention)]
+    for mode in ("ge", "fx"):
+        outcome = run(name, mode, "forward", attention, debug_dir=str(tmp_path / mode))
+        assert outcome.max_error < TOLERANCE
+        log = (tmp_path / mode / "estuary" / "debug.log").read_text()
+        if mode == "ge":
+            changed = next(line for line in log.splitlines() if "passes that changed the IR" in line)
+            for count in graph_engine:
+                assert count in changed
+            if name == "llama":  # the gated MLP: silu and the product with the up projection in the gate's matmul
+                plan = next(line for line in log.splitlines() if "plan for input shapes" in line)
+                assert "4 node(s) fused" in plan and "Swish" not in plan and "estuary::FusedMatMul x2" in plan
+        else:
+            assert f"pattern_fusion_pass: {fx}" in log
+            if name in ("llama", "mistral") and attention == "eager":  # grouped-query: K and V un-repeated
+                returned = next((tmp_path / mode / "estuary").glob("model__*/forward/*_returned.txt")).read_text()
+                assert returned.count("enable_gqa = True") == 2

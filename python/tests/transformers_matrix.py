@@ -84,13 +84,14 @@ def _forward_inputs(name, length):
     return dict(input_ids=ids)
 
 
-def run(name, mode, what, attention="sdpa", fallback="error"):
+def run(name, mode, what, attention="sdpa", fallback="error", debug_dir=None):
     """Runs one case of the matrix and returns its Outcome.
 
     what: "forward" (two sequence lengths, one compilation with dynamic=True), "generate"
     (greedy, default cache) or "generate_static" (greedy, static cache)."""
     model = build(name, attention)
-    backend = _Counting(et.backend(mode=mode, fallback=fallback) if mode == "ge" else et.backend(mode=mode))
+    options = dict(fallback=fallback) if mode == "ge" else {}
+    backend = _Counting(et.backend(mode=mode, debug_dir=debug_dir, **options))
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     outcome = Outcome()

@@ -87,6 +87,18 @@ TEST(EpilogueFusion, MatMulWithResidualScaleAndSigmoid) {
 })", 3);
 }
 
+TEST(EpilogueFusion, GatedMlpSiluTimesUpProjection) {
+  // Llama's MLP: silu(x W_gate) * (x W_up); the gate MatMul takes both as post-ops, the
+  // product reading the up projection's result.
+  expectFusedMatchesUnfused(R"(graph @g(%x: f32[2,5,16], %wg: f32[16,24], %wu: f32[16,24]) {
+  %g = MatMul(%x, %wg) : f32[2,5,24]
+  %s = Swish(%g) {alpha = 1.0} : f32[2,5,24]
+  %u = MatMul(%x, %wu) : f32[2,5,24]
+  %y = Mul(%s, %u) : f32[2,5,24]
+  return %y
+})", 2);
+}
+
 TEST(EpilogueFusion, AResultWithOtherUsersIsNotFused) {
   expectFusedMatchesUnfused(R"(graph @g(%a: f32[4,8], %b: f32[8,8]) {
   %m = MatMul(%a, %b) : f32[4,8]

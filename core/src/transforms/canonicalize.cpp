@@ -12,7 +12,7 @@ namespace estuary {
 const std::vector<std::string>& canonicalizationRules() {
   static const std::vector<std::string> rules = {
       "identity", "dropout", "reshape_chain", "transpose", "cast", "squeeze_unsqueeze",
-      "same_shape", "constant_if", "pad_into_conv"};
+      "same_shape", "constant_if", "pad_into_conv", "flat_matmul"};
   return rules;
 }
 
@@ -28,6 +28,7 @@ enum Rule : unsigned {
   kSameShape = 1u << 6,
   kConstantIf = 1u << 7,
   kPadIntoConv = 1u << 8,
+  kFlatMatMul = 1u << 9,
 };
 
 std::optional<bool> constantBool(const Value* value) {
@@ -122,6 +123,9 @@ class Canonicalizer {
       if (on(kTranspose)) return transpose(node, x);
     } else if (op == "Reshape") {
       if (on(kSameShape) && reshapeKeepsShape(node, x)) return replace(node, x);
+      if (on(kFlatMatMul)) {
+        if (int64_t changed = flatMatMul(node, x)) return changed;
+      }
       if (on(kReshapeChain)) return reshapeChain(node, x);
     } else if (op == "Expand") {
       if (on(kSameShape) && expandKeepsShape(node, x)) return replace(node, x);
@@ -267,6 +271,46 @@ class Canonicalizer {
       if (!copies && !equal) return false;
     }
     return true;
+  }
+
+  // Reshape(MatMul(Reshape(x, [N, K]), W [K, M]), x's leading dims + [M]) -> MatMul(x, W),
+  // and the same around a Gemm (alpha = beta = 1, untransposed, a bias of [M]) -> MatMul(x,
+  // W) + bias: PyTorch's Linear on a 3-D input, which AOT decomposes into view + mm/addmm +
+  // view. MatMul takes x whole, and the ops after it (a bias, an activation, the gated MLP's
+  // product) become its epilogue instead of waiting behind a Reshape.
+  int64_t flatMatMul(Node& node, Value* x) {
+    Node* product = x->producer();
+    if (!product || (!product->is("MatMul") && !product->is("Gemm")) || x->uses().size() != 1 ||
+        product->numInputs() < 2 || !product->input(0)->producer() || !product->input(0)->producer()->is("Reshape")) {
+      return 0;
+    }
+    Value* input = product->input(0)->producer()->input(0);
+    Value* weight = product->input(1);
+    const Shape& in = input->shape();
+    const Shape& out = node.output(0)->shape();
+    if (!in.isRanked() || in.rank() < 3 || !out.isRanked() || out.rank() != in.rank() || !weight->shape().isRanked() ||
+        weight->shape().rank() != 2 || !in[in.rank() - 1].provablyEqual(weight->shape()[0]) ||
+        !out[out.rank() - 1].provablyEqual(weight->shape()[1])) {
+      return 0;
+    }
+    for (size_t i = 0; i + 1 < in.rank(); ++i) {
+      if (!in[i].provablyEqual(out[i])) return 0;
+    }
+    Value* bias = nullptr;
+    if (product->is("Gemm")) {
+      bias = product->numInputs() > 2 ? product->input(2) : nullptr;
+      bool plain = product->floatAttr("alpha", 1.0) == 1.0 && product->floatAttr("beta", 1.0) == 1.0 &&
+                   product->intAttr("transA", 0) == 0 && product->intAttr("transB", 0) == 0;
+      if (!plain || (bias && (!bias->shape().isRanked() || bias->shape().rank() != 1))) return 0;
+    }
+    Graph& graph = *node.graph();
+    Value* result = createInferred(graph, &node, "MatMul", {input, weight})->output();
+    if (bias) result = createInferred(graph, &node, "Add", {result, bias})->output();
+    if (result->type() != node.output(0)->type()) {
+      eraseIfUnused(result->producer());
+      return 0;
+    }
+    return replace(node, result);
   }
 
   // A Slice whose result has its input's dims, stepping forward, takes every element in
@@ -452,11 +496,11 @@ PassInfo canonicalizePass() {
   info.description =
       "Removes no-op ops (Identity, inference Dropout, same-type Cast, same_shape "
       "Reshape/Expand), folds Reshape chains, Transpose pairs and Squeeze/Unsqueeze pairs, "
-      "replaces an If with a constant condition by the branch it takes, and folds zero Pads into "
-      "Convs.";
+      "replaces an If with a constant condition by the branch it takes, folds zero Pads into "
+      "Convs, and lets MatMul take the N-D input a Reshape flattened for it.";
   info.options.push_back({"disable", OptionSpec::Kind::StringList, std::vector<std::string>{},
                           "rules to skip: identity, dropout, reshape_chain, transpose, cast, "
-                          "squeeze_unsqueeze, same_shape, constant_if, pad_into_conv"});
+                          "squeeze_unsqueeze, same_shape, constant_if, pad_into_conv, flat_matmul"});
   info.factory = [](const PassOptions& options) {
     return std::make_unique<CanonicalizePass>(enabledRules(options.getStringList("disable")));
   };

@@ -44,6 +44,7 @@ std::vector<EpilogueStep> activationSteps(const Node& node) {
                                                                  : algorithm::eltwise_gelu_erf);
   }
   if (op == "HardSwish") return one(algorithm::eltwise_hardswish);
+  if (op == "Swish") return one(algorithm::eltwise_swish, static_cast<float>(node.floatAttr("alpha", 1.0)));
   if (op == "Softplus") return one(algorithm::eltwise_soft_relu);
   if (op == "Mish") return one(algorithm::eltwise_mish);
   if (op == "Abs") return one(algorithm::eltwise_abs);
@@ -102,7 +103,8 @@ bool appendEpilogue(const KernelBuildContext& context, const std::vector<Epilogu
       case EpilogueStep::Kind::Scale:
         break;  // folded into linear steps above
       case EpilogueStep::Kind::Bias:
-      case EpilogueStep::Kind::Residual: {
+      case EpilogueStep::Kind::Residual:
+      case EpilogueStep::Kind::Product: {
         if (!context.hasInput(step.input)) return false;
         const TensorDesc& operand = context.input(step.input);
         if (!dnnlSupports(operand.dtype) || static_cast<size_t>(operand.rank) > rank) return false;
@@ -123,7 +125,8 @@ bool appendEpilogue(const KernelBuildContext& context, const std::vector<Epilogu
           desc = operand.layout != Layout::Plain ? layoutDesc(operand) : plainDesc(dims, operand.dtype);
         }
         int index = post_ops.len();
-        post_ops.append_binary(dnnl::algorithm::binary_add, desc);
+        post_ops.append_binary(
+            step.kind == EpilogueStep::Kind::Product ? dnnl::algorithm::binary_mul : dnnl::algorithm::binary_add, desc);
         args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, OnednnArg::Source::Input,
                         step.input, desc});
         break;

@@ -30,6 +30,9 @@ struct EpilogueStep {
     Residual,
     // y = alpha * y.
     Scale,
+    // Multiplies by kernel input `input`, of the output's shape or broadcasting to it (the
+    // gated MLP's silu(x W_gate) * (x W_up)).
+    Product,
   };
   Kind kind = Kind::Activation;
   dnnl::algorithm activation = dnnl::algorithm::undef;
@@ -39,6 +42,7 @@ struct EpilogueStep {
 
   static EpilogueStep bias(size_t input) { return {Kind::Bias, dnnl::algorithm::undef, 0.f, 0.f, input}; }
   static EpilogueStep residual(size_t input) { return {Kind::Residual, dnnl::algorithm::undef, 0.f, 0.f, input}; }
+  static EpilogueStep product(size_t input) { return {Kind::Product, dnnl::algorithm::undef, 0.f, 0.f, input}; }
   static EpilogueStep scale(float factor) { return {Kind::Scale, dnnl::algorithm::undef, factor, 0.f, 0}; }
   static EpilogueStep eltwise(dnnl::algorithm algorithm, float alpha = 0.f, float beta = 0.f) {
     return {Kind::Activation, algorithm, alpha, beta, 0};

@@ -23,16 +23,23 @@ _BATCHED = {aten.bmm.default, aten.matmul.default}
 _UNFLATTEN = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 
 
-def _value(node):
+def fake_value(node):
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
-def _same(a, b):
+def fresh_fake(like):
+    """A fake tensor like `like` with storage of its own: the meta value of a new node, which
+    reinplacing reads to tell which values alias."""
+    with like.fake_mode:
+        return torch.empty_strided(like.shape, like.stride(), dtype=like.dtype)
+
+
+def same_size(a, b):
     return a == b if isinstance(a, int) and isinstance(b, int) else statically_known_true(a == b)
 
 
-def _shape(node):
-    value = _value(node)
+def shape_of(node):
+    value = fake_value(node)
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None
 
 
@@ -51,27 +58,27 @@ def _stands_for(four, outer):
     if not four or len(four) != 4 or not outer:
         return False
     if len(outer) == 4:
-        return all(_same(a, b) for a, b in zip(outer, four))
-    return len(outer) == 3 and _same(outer[0], four[0] * four[1]) and _same(outer[1], four[2]) and \
-        _same(outer[2], four[3])
+        return all(same_size(a, b) for a, b in zip(outer, four))
+    return len(outer) == 3 and same_size(outer[0], four[0] * four[1]) and same_size(outer[1], four[2]) and \
+        same_size(outer[2], four[3])
 
 
-def _four_d(node):
+def four_d_operand(node):
     """The [B, H, X, Y] value a batched-matmul operand was made from by views, expands and
     clones: the deepest node of that chain holding the operand's elements in its shape (an
     expand that repeats elements changes the shape, so it ends the elements' identity)."""
-    outer = _shape(node)
+    outer = shape_of(node)
     found = node if outer and len(outer) == 4 else None
     while isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in _PASS_THROUGH:
         node = node.args[0]
-        if _stands_for(_shape(node), outer):
+        if _stands_for(shape_of(node), outer):
             found = node
     return found
 
 
 def _key(kt):
     """K from the right operand of q K^T: a transpose of K's last two dims."""
-    transposed = _four_d(kt)
+    transposed = four_d_operand(kt)
     if transposed is None or transposed.op != "call_function":
         return None
     if transposed.target is aten.transpose.int and sorted(d % 4 for d in transposed.args[1:3]) == [2, 3]:
@@ -86,16 +93,16 @@ def _unrepeated(node):
     base, passed = _through_views(node)
     expands = [n for n in passed if n.target is aten.expand.default]
     while base.op == "call_function" and base.target is aten.slice.Tensor and \
-            _shape(base) == _shape(base.args[0]):
+            shape_of(base) == shape_of(base.args[0]):
         base = base.args[0]
     if len(expands) != 1 or base.op != "call_function" or base.target is not aten.unsqueeze.default or \
             base.args[1] % 5 != 2:
         return None
     source = base.args[0]
-    shape, expanded = _shape(source), _shape(expands[0])
+    shape, expanded = shape_of(source), shape_of(expands[0])
     if not shape or len(shape) != 4 or len(expanded) != 5:
         return None
-    return source if all(_same(shape[i], expanded[j]) for i, j in ((0, 0), (1, 1), (2, 3), (3, 4))) else None
+    return source if all(same_size(shape[i], expanded[j]) for i, j in ((0, 0), (1, 1), (2, 3), (3, 4))) else None
 
 
 class _Match:
@@ -120,15 +127,15 @@ def _match_scores(node, match):
     bmm, _ = _through_views(node)
     if bmm.op != "call_function" or bmm.target not in _BATCHED:
         return False
-    match.q, match.k = _four_d(bmm.args[0]), _key(bmm.args[1])
+    match.q, match.k = four_d_operand(bmm.args[0]), _key(bmm.args[1])
     return match.q is not None and match.k is not None
 
 
 def _is_scale(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value != 0
-    shape = _shape(value)
-    return shape == () and _value(value).is_floating_point()
+    shape = shape_of(value)
+    return shape == () and fake_value(value).is_floating_point()
 
 
 def _match_values(softmax, match):
@@ -137,13 +144,13 @@ def _match_values(softmax, match):
     while len(node.users) == 1:
         user = next(iter(node.users))
         if user.op == "call_function" and user.target in _BATCHED and user.args[0] is node:
-            match.v = _four_d(user.args[1])
+            match.v = four_d_operand(user.args[1])
             result = user
-            if len(_shape(user)) == 3:
+            if len(shape_of(user)) == 3:
                 if len(user.users) != 1:
                     return False
                 result = next(iter(user.users))
-                if result.target not in _UNFLATTEN or len(_shape(result)) != 4:
+                if result.target not in _UNFLATTEN or len(shape_of(result)) != 4:
                     return False
             match.result = result
             return match.v is not None
@@ -154,20 +161,20 @@ def _match_values(softmax, match):
 
 
 def _four_d_equal(result, match):
-    y, q, v = _shape(result), _shape(match.q), _shape(match.v)
-    return len(y) == 4 and all(_same(a, b) for a, b in zip(y, (q[0], q[1], q[2], v[3])))
+    y, q, v = shape_of(result), shape_of(match.q), shape_of(match.v)
+    return len(y) == 4 and all(same_size(a, b) for a, b in zip(y, (q[0], q[1], q[2], v[3])))
 
 
 def _fits_as_mask(mask, logits):
-    value = _value(mask)
-    return isinstance(value, torch.Tensor) and value.dtype in (torch.bool, _value(logits).dtype)
+    value = fake_value(mask)
+    return isinstance(value, torch.Tensor) and value.dtype in (torch.bool, fake_value(logits).dtype)
 
 
 def _match(softmax):
     if softmax.op != "call_function" or softmax.target is not aten._softmax.default:
         return None
     logits, dim = softmax.args[0], softmax.args[1]
-    shape = _shape(logits)
+    shape = shape_of(logits)
     if not shape or len(shape) != 4 or dim % 4 != 3 or softmax.args[2]:
         return None
     match = _Match()
@@ -190,20 +197,20 @@ def fuse_attention(gm):
         gqa = False
         unrepeated_key, unrepeated_value = _unrepeated(key), _unrepeated(value)
         if unrepeated_key is not None and unrepeated_value is not None and \
-                _same(_shape(unrepeated_key)[1], _shape(unrepeated_value)[1]):
+                same_size(shape_of(unrepeated_key)[1], shape_of(unrepeated_value)[1]):
             key, value, gqa = unrepeated_key, unrepeated_value, True
         with graph.inserting_before(match.result):
             query, scale = match.q, match.scale
             if isinstance(scale, torch.fx.Node):
                 # A scale known only at run time scales q: SDPA takes its scale as a number.
                 query = graph.call_function(aten.div.Tensor if match.divide else aten.mul.Tensor, (query, scale))
-                query.meta["val"] = _value(match.q)
+                query.meta["val"] = fresh_fake(fake_value(match.q))
                 scale = 1.0
             elif match.divide:
                 scale = 1.0 / scale
             kwargs = {"attn_mask": match.mask, "scale": float(scale), "enable_gqa": gqa}
             fused = graph.call_function(aten.scaled_dot_product_attention.default, (query, key, value), kwargs)
-        fused.meta["val"] = _value(match.result)
+        fused.meta["val"] = fresh_fake(fake_value(match.result))
         match.result.replace_all_uses_with(fused)
     if matches:
         graph.eliminate_dead_code()

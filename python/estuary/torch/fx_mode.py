@@ -1,7 +1,8 @@
 """FX mode (npugraph_ex): the FX graph, optimized in place, is run by PyTorch's kernels.
 
 Passes, in npugraph_ex's order, each switchable in CompilerConfig:
-  pattern_fusion_pass  Estuary's default fusions and the user's register_replacement ones
+  pattern_fusion_pass  Estuary's default fusions (attention into SDPA, decomposed linears and
+                       matmuls made whole) and the user's register_replacement ones
   inplace_pass         out-of-place ops on intermediates become in-place where no alias or
                        later use forbids it (torch.fx.passes.reinplace)
   input_inplace_pass   functionalization undone on graph inputs: "new value + copy_ into the
@@ -15,6 +16,8 @@ from torch.fx.passes.reinplace import _maybe_get_inplace_op, reinplace
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from . import patterns
+from .fx_attention import fuse_attention
+from .fx_matmul import fuse_matmuls
 
 _COPY_ = torch.ops.aten.copy_.default
 
@@ -25,8 +28,11 @@ def _in_place_count(gm):
 
 
 def pattern_fusion_pass(gm):
-    replaced = patterns.apply_default_patterns(gm) + patterns.apply_user_patterns(gm)
-    return f"{replaced} replacement(s)"
+    attentions = fuse_attention(gm)
+    products = fuse_matmuls(gm)
+    replaced = patterns.apply_user_patterns(gm)
+    return (f"{attentions} attention(s) fused into scaled_dot_product_attention, {products} decomposed "
+            f"linear/matmul(s) made whole, {replaced} user replacement(s)")
 
 
 def _storage(node):

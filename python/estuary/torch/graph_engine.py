@@ -190,6 +190,11 @@ class GraphEngineGraph:
                     return self.gm(*args)
                 self.frozen, self.float_values = pointers, float_values
             entry[1][shape_key] = entry[0].output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])
+            if self.debug.enabled:
+                report = entry[0].report()
+                ops = ", ".join(f"{op} x{count}" for op, count in sorted(report["ops_after"].items()))
+                self.debug.log(f"{self.name}: plan for input shapes {shapes}: {report['fused_epilogues']} node(s) "
+                               f"fused into matmul/convolution epilogues; runs {ops}")
         model, specs = entry[0], entry[1][shape_key]
         contiguous = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         outputs = [torch.empty(shape, dtype=describe.TORCH_DTYPES[dtype]) for dtype, shape in specs]

@@ -18,7 +18,6 @@ applied: the import takes seconds.
 import functools
 import importlib
 
-from .fx_attention import fuse_attention
 
 # The decompositions estuary.torch's aot_autograd uses: none. Patterns must be traced with
 # the same table, or they never match (inductor's default table decomposes silu, gelu,
@@ -94,8 +93,3 @@ def apply_user_patterns(gm):
         gm.graph.lint()
         gm.recompile()
     return count
-
-
-def apply_default_patterns(gm):
-    """Estuary's default FX fusions; returns the number of replacements."""
-    return fuse_attention(gm)

@@ -26,6 +26,9 @@ namespace estuary {
 //   constant_if        If with a constant condition -> the nodes of the branch it takes
 //   pad_into_conv      Conv(Pad(x) by zeros around the spatial dims) -> Conv(x) with the pads
 //                      added to its own (auto_pad NOTSET or VALID)
+//   flat_matmul        Reshape(MatMul(Reshape(x, [N, K]), W), [..., M]) -> MatMul(x, W) when
+//                      the result has x's leading dims (PyTorch's decomposed Linear); with a
+//                      Gemm (alpha = beta = 1, untransposed, 1-D bias) -> MatMul(x, W) + bias
 const std::vector<std::string>& canonicalizationRules();
 
 struct CanonicalizeOptions {
