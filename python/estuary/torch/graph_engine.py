@@ -91,12 +91,13 @@ class GraphEngineGraph:
         # Sizes passed as SymInts that the tensor inputs' dims do not give (computed in another
         # region, or a symbol Dynamo passes alone): run-time inputs, 0-d i64 tensors.
         self.scalar_inputs = set()
+        self.scalar_symbols = {}  # symbol -> the scalar input that is it
         for i, node in enumerate(placeholders):
             value = node.meta.get("val")
             if isinstance(value, torch.SymInt) and {str(s) for s in value.node.expr.free_symbols} - set(self.symbols):
                 self.scalar_inputs.add(i)
-        self.scalar_symbols = {str(placeholders[i].meta["val"].node.expr): i for i in self.scalar_inputs
-                               if placeholders[i].meta["val"].node.expr.is_Symbol}
+                if value.node.expr.is_Symbol:
+                    self.scalar_symbols[str(value.node.expr)] = i
         # In dynamic mode the build takes those sizes at run time; with fixed dims they are
         # constants of each build.
         self.runtime = [i for i, n in enumerate(placeholders) if i not in self.static and i not in self.floats and
