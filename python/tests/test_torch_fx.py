@@ -65,6 +65,32 @@ def test_pattern_fusion_pass_fuses_written_out_attention(tmp_path):
     assert "pattern_fusion_pass: 2 attention(s) fused" in (tmp_path / "estuary" / "debug.log").read_text()
 
 
+def test_pattern_fusion_pass_runs_rms_norms_and_linears_whole(tmp_path):
+    graph, log = run_llama(tmp_path)
+    # LlamaBlock: two RMSNorms (eps a Python constant), the second after the residual Add;
+    # seven projections.
+    assert graph.count("torch.ops.estuary.rms_norm.default(") == 1
+    assert graph.count("torch.ops.estuary.add_rms_norm.default(") == 1
+    assert graph.count("torch.ops.aten.linear.default(") == 7 and "aten.rsqrt" not in graph
+    assert "7 decomposed linear/matmul(s) made whole, 2 RMSNorm(s) into Estuary's kernel (1 with the residual Add)" in log
+
+
+def test_estuary_ops_run_estuarys_kernels_and_fall_back_to_pytorch():
+    x, residual, gamma = torch.randn(3, 5, 64), torch.randn(3, 5, 64), torch.randn(64)
+
+    def formula(x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * gamma
+    torch.testing.assert_close(torch.ops.estuary.rms_norm(x, gamma, 1e-5), formula(x), **TOLERANCE)
+    y, total = torch.ops.estuary.add_rms_norm_tensor_eps(x, residual, gamma, torch.tensor(1e-5, dtype=torch.float64))
+    torch.testing.assert_close(total, x + residual, **TOLERANCE)
+    torch.testing.assert_close(y, formula(x + residual), **TOLERANCE)
+    # Other dtypes and tensors that need gradients take PyTorch's formula.
+    torch.testing.assert_close(torch.ops.estuary.rms_norm(x.double(), gamma.double(), 1e-5), formula(x).double(),
+                               **TOLERANCE)
+    needs_grad = x.clone().requires_grad_()
+    assert torch.ops.estuary.rms_norm(needs_grad, gamma, 1e-5).requires_grad
+
+
 def test_dynamic_batch_and_sequence_sizes_compile_once():
     model = BertEncoder().eval()
     graphs = []

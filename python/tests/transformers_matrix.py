@@ -63,15 +63,25 @@ class Outcome:
     graphs: int = 0              # graphs the backend compiled
     graph_breaks: int = 0
     warnings: tuple = ()         # estuary's warnings (what ran in PyTorch)
+    failures: tuple = ()         # exceptions the backend raised
 
 
 class _Counting:
+    """Counts the backend's calls and failures: Dynamo may recover from a failing backend by
+    running the frame eagerly, which the results alone would not show."""
+
     def __init__(self, backend):
-        self.backend, self.calls = backend, 0
+        self.backend, self.calls, self.failures = backend, 0, []
 
     def __call__(self, gm, example_inputs):
         self.calls += 1
-        return self.backend(gm, example_inputs)
+        try:
+            return self.backend(gm, example_inputs)
+        except torch._dynamo.exc.RestartAnalysis:
+            raise  # Dynamo's own control flow (it retraces, e.g. with Python floats as tensors)
+        except Exception as error:
+            self.failures.append(f"{type(error).__name__}: {error}")
+            raise
 
 
 def _forward_inputs(name, length):
@@ -112,6 +122,7 @@ def run(name, mode, what, attention="sdpa", fallback="error", debug_dir=None):
             model.forward = torch.compile(model.forward, backend=backend, dynamic=True)
             outcome.same_tokens = torch.equal(expected, model.generate(prompt, **options))
     outcome.graphs = backend.calls
+    outcome.failures = tuple(backend.failures)
     outcome.graph_breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     outcome.warnings = tuple(str(w.message) for w in caught if str(w.message).startswith("estuary"))
     return outcome

@@ -2,7 +2,8 @@
 
 Passes, in npugraph_ex's order, each switchable in CompilerConfig:
   pattern_fusion_pass  Estuary's default fusions (attention into SDPA, decomposed linears and
-                       matmuls made whole) and the user's register_replacement ones
+                       matmuls made whole, RMSNorm into Estuary's kernel) and the user's
+                       register_replacement ones
   inplace_pass         out-of-place ops on intermediates become in-place where no alias or
                        later use forbids it (torch.fx.passes.reinplace)
   input_inplace_pass   functionalization undone on graph inputs: "new value + copy_ into the
@@ -18,6 +19,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from . import patterns
 from .fx_attention import fuse_attention
 from .fx_matmul import fuse_matmuls
+from .fx_rms_norm import fuse_rms_norms
 
 _COPY_ = torch.ops.aten.copy_.default
 
@@ -28,11 +30,15 @@ def _in_place_count(gm):
 
 
 def pattern_fusion_pass(gm):
+    # The user's replacements first: they say what the user wants where a default fusion
+    # would also match, and they are traced from decomposed ATen (a Linear as view + mm).
+    replaced = patterns.apply_user_patterns(gm)
     attentions = fuse_attention(gm)
     products = fuse_matmuls(gm)
-    replaced = patterns.apply_user_patterns(gm)
+    norms, with_add = fuse_rms_norms(gm)
     return (f"{attentions} attention(s) fused into scaled_dot_product_attention, {products} decomposed "
-            f"linear/matmul(s) made whole, {replaced} user replacement(s)")
+            f"linear/matmul(s) made whole, {norms} RMSNorm(s) into Estuary's kernel ({with_add} with the "
+            f"residual Add), {replaced} user replacement(s)")
 
 
 def _storage(node):
