@@ -27,6 +27,14 @@ def fake_value(node):
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
 
 
+def finish_rewrites(gm):
+    """After a fusion replaced nodes: the replaced ones dropped, the graph checked, the code
+    regenerated."""
+    gm.graph.eliminate_dead_code()
+    gm.graph.lint()
+    gm.recompile()
+
+
 def fresh_fake(like):
     """A fake tensor like `like` with storage of its own: the meta value of a new node, which
     reinplacing reads to tell which values alias."""
@@ -213,7 +221,5 @@ def fuse_attention(gm):
         fused.meta["val"] = fresh_fake(fake_value(match.result))
         match.result.replace_all_uses_with(fused)
     if matches:
-        graph.eliminate_dead_code()
-        graph.lint()
-        gm.recompile()
+        finish_rewrites(gm)
     return len(matches)

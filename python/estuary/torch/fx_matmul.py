@@ -11,7 +11,7 @@ dispatch (their own decomposition runs in C++), so these chains are put back:
 """
 import torch
 
-from .fx_attention import four_d_operand, fresh_fake, same_size, shape_of
+from .fx_attention import finish_rewrites, four_d_operand, fresh_fake, same_size, shape_of
 
 aten = torch.ops.aten
 _UNFLATTEN = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
@@ -94,7 +94,5 @@ def fuse_matmuls(gm):
         replaced.replace_all_uses_with(fused)
         count += 1
     if count:
-        graph.eliminate_dead_code()
-        graph.lint()
-        gm.recompile()
+        finish_rewrites(gm)
     return count

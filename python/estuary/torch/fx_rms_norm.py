@@ -12,7 +12,7 @@ import operator
 import torch
 
 from . import ops  # noqa: F401  (defines torch.ops.estuary.*)
-from .fx_attention import fake_value, fresh_fake, same_size, shape_of
+from .fx_attention import finish_rewrites, fake_value, fresh_fake, same_size, shape_of
 
 aten = torch.ops.aten
 
@@ -112,9 +112,7 @@ def fuse_rms_norms(gm):
         root.replace_all_uses_with(y)
         fused += 1
     if fused:
-        graph.eliminate_dead_code()
-        graph.lint()
-        gm.recompile()
+        finish_rewrites(gm)
     return fused, with_add
 
 
