@@ -214,3 +214,28 @@ def test_indexed_writes_into_a_buffer_update_it_in_place(tmp_path):
     assert model.cache.data_ptr() == address
     (translated,) = (tmp_path / "estuary").glob("model__*/ir/*_translated.est")
     assert "mutable" in translated.read_text() and "ScatterElements" in translated.read_text()
+
+
+class ScaledNorm(torch.nn.Module):
+    """A Python float attribute (eps) that dynamic=True hands over as a 0-d f64 input."""
+
+    def __init__(self):
+        super().__init__()
+        self.eps = 1e-6
+        self.weight = torch.nn.Parameter(torch.randn(16))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def test_python_floats_are_constants_of_a_build_and_a_new_value_rebuilds(tmp_path):
+    model = ScaledNorm().eval()
+    compiled = torch.compile(model, backend=et.backend(debug_dir=str(tmp_path)), dynamic=True)
+    x = torch.randn(3, 5, 16) * 1e-2
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), **TOLERANCE)
+        model.eps = 1e-2  # large against x's mean square: a stale eps would show
+        torch.testing.assert_close(compiled(x), model(x), **TOLERANCE)
+    log = (tmp_path / "estuary" / "debug.log").read_text()
+    assert "recognize_rms_norm (1)" in log  # the eps was a constant the recognizer could read
+    assert log.count("built for symbolic sizes") == 2
