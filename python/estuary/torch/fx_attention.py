@@ -20,7 +20,7 @@ aten = torch.ops.aten
 _PASS_THROUGH = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
                  aten.clone.default, aten.alias.default}
 _BATCHED = {aten.bmm.default, aten.matmul.default}
-_UNFLATTEN = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
+RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 
 
 def fake_value(node):
@@ -158,7 +158,7 @@ def _match_values(softmax, match):
                 if len(user.users) != 1:
                     return False
                 result = next(iter(user.users))
-                if result.target not in _UNFLATTEN or len(shape_of(result)) != 4:
+                if result.target not in RESHAPES or len(shape_of(result)) != 4:
                     return False
             match.result = result
             return match.v is not None

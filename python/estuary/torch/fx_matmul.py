@@ -11,10 +11,9 @@ dispatch (their own decomposition runs in C++), so these chains are put back:
 """
 import torch
 
-from .fx_attention import finish_rewrites, four_d_operand, fresh_fake, same_size, shape_of
+from .fx_attention import RESHAPES, finish_rewrites, four_d_operand, fresh_fake, same_size, shape_of
 
 aten = torch.ops.aten
-_UNFLATTEN = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 
 
 def _sole_user(node):
@@ -23,7 +22,7 @@ def _sole_user(node):
 
 def _flattened_input(node):
     """x, when node is view(x) flattening x's leading dims into one ([..., K] -> [N, K])."""
-    if node.op != "call_function" or node.target not in _UNFLATTEN:
+    if node.op != "call_function" or node.target not in RESHAPES:
         return None
     x = node.args[0]
     inner, outer = shape_of(x), shape_of(node)
@@ -51,7 +50,7 @@ def _linear(node):
     x, result = flat, node
     flattened = _flattened_input(flat)
     unflatten = _sole_user(node)
-    if flattened is not None and unflatten is not None and unflatten.target in _UNFLATTEN:
+    if flattened is not None and unflatten is not None and unflatten.target in RESHAPES:
         out = shape_of(unflatten)
         if out and len(out) == len(shape_of(flattened)) and all(same_size(a, b) for a, b in zip(out[:-1], shape_of(flattened)[:-1])):
             x, result = flattened, unflatten
@@ -64,7 +63,7 @@ def _matmul(node):
         return None
     a, b = four_d_operand(node.args[0]), four_d_operand(node.args[1])
     unflatten = _sole_user(node)
-    if a is None or b is None or unflatten is None or unflatten.target not in _UNFLATTEN:
+    if a is None or b is None or unflatten is None or unflatten.target not in RESHAPES:
         return None
     out, sa, sb = shape_of(unflatten), shape_of(a), shape_of(b)
     if len(out) != 4 or not all(same_size(x, y) for x, y in zip(out, (sa[0], sa[1], sa[2], sb[3]))):

@@ -125,4 +125,5 @@ def _residual_sum(x, root, readers, position):
     if not all(isinstance(v, torch.fx.Node) for v in (a, b)) or shape_of(a) != shape_of(b) or \
             shape_of(a) != shape_of(x):
         return None
-    return (a, b) if all(position[user] > position[root] for user in set(x.users) - readers) else None
+    # Nodes an earlier fusion inserted have no position: taken as before the root.
+    return (a, b) if all(position.get(user, -1) > position[root] for user in set(x.users) - readers) else None
