@@ -180,6 +180,15 @@ Results addRmsNorm(FxTranslation& t) {
                          {{"axis", int64_t{-1}}, {"epsilon", t.floatArg(3, "eps")}});
   return {y, sum};
 }
+// x [B, H, S, D], or [B, S, H*D] with num_heads (what FX mode's kernel reads for a q or k
+// laid out as [B, S, H, D] in memory).
+Results rotaryEmbedding(FxTranslation& t) {
+  Value* x = t.tensor(0, "x");
+  FxTranslation::Attributes attributes = {{"interleaved", int64_t{0}}};
+  if (t.rankOf(x) == 3) attributes.emplace_back("num_heads", t.intArg(3, "num_heads"));
+  return {t.emitValue("RotaryEmbedding", {x, t.tensor(1, "cos"), t.tensor(2, "sin")}, std::move(attributes))};
+}
+Results swiglu(FxTranslation& t) { return {t.emitValue("SwiGLU", {t.tensor(0, "a"), t.tensor(1, "b")})}; }
 
 // --- Convolution, pooling, matrix products ----------------------------------------------
 
@@ -677,7 +686,8 @@ const std::map<std::string, FxOpTranslator>& table() {
       {"aten._softmax.default", softmax}, {"aten.softmax.int", softmax},
       {"aten._native_batch_norm_legit_no_training.default", batchNormNoTraining},
       {"aten.native_layer_norm.default", layerNorm}, {"estuary.rms_norm.default", rmsNorm},
-      {"estuary.add_rms_norm.default", addRmsNorm},
+      {"estuary.add_rms_norm.default", addRmsNorm}, {"estuary.rotary_embedding.default", rotaryEmbedding},
+      {"estuary.swiglu.default", swiglu},
       {"aten.convolution.default", convolution}, {"aten.max_pool2d_with_indices.default", maxPool},
       {"aten.max_pool2d.default", maxPool}, {"aten.addmm.default", addmm}, {"aten.mm.default", matmul},
       {"aten.bmm.default", matmul},

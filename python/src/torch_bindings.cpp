@@ -256,6 +256,81 @@ class CompiledGraph {
 
   std::shared_ptr<ge::CompiledModel> model_;
   std::unique_ptr<ge::RunContext> context_;
+
+  friend class TorchOp;
+};
+
+// One op run by Estuary and called like a PyTorch op: torch tensors in, new contiguous
+// torch tensors out. What FX mode's fused ops run: the FX graph calls it directly, so that a
+// call costs about what a PyTorch op's does (in Python, the same steps cost several times
+// more inside a large graph, where the interpreter's code is no longer in the caches).
+// Arguments after the tensors are constants of the build (an RMSNorm's eps), given as numbers
+// or 0-d tensors (a model's Python float with dynamic=True); each new set of values is built
+// once by `build(values) -> CompiledGraph`. The GIL is held throughout: the ops are single
+// kernels on activations, and the GIL serializes the one run context of each build.
+class TorchOp {
+ public:
+  TorchOp(py::function build, std::vector<py::object> input_dtypes, std::vector<py::object> output_dtypes,
+          py::object empty, std::string name)
+      : build_(std::move(build)), input_dtypes_(std::move(input_dtypes)), output_dtypes_(std::move(output_dtypes)),
+        empty_(std::move(empty)), name_(std::move(name)) {}
+
+  py::object call(const py::args& args) {
+    const size_t count = input_dtypes_.size();
+    if (args.size() < count) raise(name_, ": takes ", count, " tensors, ", args.size(), " arguments were given");
+    CompiledGraph& graph = builtFor(args);
+    std::vector<py::object> held;  // contiguous copies live until the run is done
+    std::vector<ge::HostTensor> inputs;
+    const auto& infos = graph.model_->inputs();
+    for (size_t i = 0; i < count; ++i) {
+      py::object tensor = py::reinterpret_borrow<py::object>(args[i]);
+      if (!py::object(tensor.attr("dtype")).is(input_dtypes_[i])) {
+        raise(name_, ": tensor ", i, " has dtype ", py::str(tensor.attr("dtype")).cast<std::string>(), ", built for ",
+              py::str(input_dtypes_[i]).cast<std::string>());
+      }
+      if (!tensor.attr("is_contiguous")().cast<bool>()) tensor = tensor.attr("contiguous")();
+      std::vector<int64_t> dims;
+      for (const py::handle& size : tensor.attr("shape")) dims.push_back(size.cast<int64_t>());
+      auto* data = reinterpret_cast<void*>(tensor.attr("data_ptr")().cast<uintptr_t>());
+      inputs.push_back(ge::HostTensor::of(ge::TensorDesc::of(infos[i].type.dtype, dims), data));
+      held.push_back(std::move(tensor));
+    }
+    std::vector<ge::TensorDesc> descs = graph.context_->outputDescs(inputs);
+    py::tuple results(descs.size());
+    std::vector<ge::HostTensor> outputs;
+    for (size_t k = 0; k < descs.size(); ++k) {
+      py::object result = empty_(py::cast(descs[k].dimVector()), py::arg("dtype") = output_dtypes_[k]);
+      outputs.push_back(ge::HostTensor::of(descs[k], reinterpret_cast<void*>(result.attr("data_ptr")().cast<uintptr_t>())));
+      results[k] = std::move(result);
+    }
+    graph.context_->run(inputs, outputs);
+    return descs.size() == 1 ? results[0] : py::object(results);
+  }
+
+ private:
+  CompiledGraph& builtFor(const py::args& args) {
+    std::vector<double> key;
+    py::list values;
+    for (size_t i = input_dtypes_.size(); i < args.size(); ++i) {
+      py::handle arg = args[i];
+      py::object value = PyFloat_Check(arg.ptr()) || PyLong_Check(arg.ptr()) ? py::reinterpret_borrow<py::object>(arg)
+                                                                           : arg.attr("item")();
+      key.push_back(value.cast<double>());
+      values.append(value);
+    }
+    auto found = built_.find(key);
+    if (found == built_.end()) {
+      py::object graph = build_(values);
+      found = built_.emplace(key, std::make_pair(graph, &graph.cast<CompiledGraph&>())).first;
+    }
+    return *found->second.second;
+  }
+
+  py::function build_;
+  std::vector<py::object> input_dtypes_, output_dtypes_;
+  py::object empty_;
+  std::string name_;
+  std::map<std::vector<double>, std::pair<py::object, CompiledGraph*>> built_;  // constants -> build
 };
 
 }  // namespace
@@ -282,6 +357,11 @@ void registerTorchBindings(py::module_& parent) {
       .def("run", &CompiledGraph::run, py::arg("input_addresses"), py::arg("input_shapes"),
            py::arg("output_addresses"), py::arg("output_shapes"))
       .def("report", &CompiledGraph::report);
+  // dynamic_attr: FX's generated code names a call after its target's __module__ and __name__.
+  py::class_<TorchOp>(m, "TorchOp", py::dynamic_attr(), "One op run by Estuary, called like a PyTorch op on torch tensors.")
+      .def(py::init<py::function, std::vector<py::object>, std::vector<py::object>, py::object, std::string>(),
+           py::arg("build"), py::arg("input_dtypes"), py::arg("output_dtypes"), py::arg("empty"), py::arg("name"))
+      .def("__call__", &TorchOp::call);
 }
 
 }  // namespace estuary::python

@@ -11,9 +11,15 @@ pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def returned_graph(debug_dir):
-    """The FX graph fx mode handed back to PyTorch, as dumped."""
-    (path,) = (debug_dir / "estuary").glob("model__*/forward/*_returned.txt")
-    return path.read_text()
+    """The FX graph fx mode handed back to PyTorch, its calls bound (fx_lowering), as dumped
+    (the first compiled, where new sizes made several)."""
+    return sorted((debug_dir / "estuary").glob("model__*/forward/*_returned.txt"))[0].read_text()
+
+
+def optimized_graph(debug_dir):
+    """The FX graph after fx mode's passes, before its calls are bound (fx_lowering), as dumped
+    (the first compiled, where new sizes made several)."""
+    return sorted((debug_dir / "estuary").glob("model__*/forward/*_optimized.txt"))[0].read_text()
 
 
 def run_llama(tmp_path, **options):
@@ -27,7 +33,7 @@ def run_llama(tmp_path, **options):
             torch.testing.assert_close(compiled(x, position), eager(x, position), **TOLERANCE)
             torch.testing.assert_close(model.k_cache, eager.k_cache, **TOLERANCE)
             torch.testing.assert_close(model.v_cache, eager.v_cache, **TOLERANCE)
-    return returned_graph(tmp_path), (tmp_path / "estuary" / "debug.log").read_text()
+    return optimized_graph(tmp_path), (tmp_path / "estuary" / "debug.log").read_text()
 
 
 def test_input_inplace_pass_restores_the_kv_cache_updates(tmp_path):
@@ -59,7 +65,7 @@ def test_pattern_fusion_pass_fuses_written_out_attention(tmp_path):
     mask[:, -2:] = 0.0
     with torch.no_grad():
         torch.testing.assert_close(compiled(ids, mask), model(ids, mask), **TOLERANCE)
-    graph = returned_graph(tmp_path)
+    graph = optimized_graph(tmp_path)
     assert graph.count("aten.scaled_dot_product_attention.default(") == 2  # one per layer
     assert "aten._softmax" not in graph
     assert "pattern_fusion_pass: 2 attention(s) fused" in (tmp_path / "estuary" / "debug.log").read_text()
@@ -73,6 +79,69 @@ def test_pattern_fusion_pass_runs_rms_norms_and_linears_whole(tmp_path):
     assert graph.count("torch.ops.estuary.add_rms_norm.default(") == 1
     assert graph.count("torch.ops.aten.linear.default(") == 7 and "aten.rsqrt" not in graph
     assert "7 decomposed linear/matmul(s) made whole, 2 RMSNorm(s) into Estuary's kernel (1 with the residual Add)" in log
+
+
+def test_pattern_fusion_pass_runs_the_gated_mlp_product_as_one_kernel(tmp_path):
+    graph, log = run_llama(tmp_path)
+    assert graph.count("torch.ops.estuary.swiglu.default(") == 1 and "aten.silu" not in graph
+    assert "1 SiLU-gated product(s) into Estuary's kernels" in log
+    # LlamaBlock's cos and sin are buffers indexed by position: nothing proves that their two
+    # halves are equal, which the rotary kernel's half tables need, so the rotation stays.
+    assert "0 rotary embedding(s)" in log and "aten.neg" in graph
+
+
+class RotaryProjections(torch.nn.Module):
+    """q and k rotated as transformers' Llama does: tables computed in forward from duplicated
+    angles and scaled; q stays a transposed view of its projection ([B, S, H, D] in memory),
+    k is made contiguous."""
+
+    def __init__(self, hidden=64, heads=4, scaling=0.5):
+        super().__init__()
+        self.heads, self.size, self.scaling = heads, hidden // heads, scaling
+        self.q, self.k = torch.nn.Linear(hidden, hidden), torch.nn.Linear(hidden, hidden)
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, self.size, 2).float() / self.size))
+
+    def forward(self, x, positions):
+        batch, length, _ = x.shape
+        freqs = positions[:, :, None].float() * self.inv_freq
+        angles = torch.cat([freqs, freqs], dim=-1)
+        cos, sin = (angles.cos() * self.scaling).unsqueeze(1), (angles.sin() * self.scaling).unsqueeze(1)
+        q = self.q(x).view(batch, length, self.heads, self.size).transpose(1, 2)
+        k = self.k(x).view(batch, length, self.heads, self.size).transpose(1, 2).contiguous()
+        half = self.size // 2
+
+        def rotate_half(t):
+            return torch.cat([-t[..., half:], t[..., :half]], dim=-1)
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pattern_fusion_pass_runs_rotary_embeddings_as_estuarys_kernel(tmp_path, dynamic):
+    model = RotaryProjections().eval()
+    compiled = torch.compile(model, backend=et.backend(mode="fx", debug_dir=str(tmp_path)), dynamic=dynamic)
+    with torch.no_grad():
+        for batch, length in [(2, 5), (3, 7)]:
+            x, positions = torch.randn(batch, length, 64), torch.arange(length).repeat(batch, 1) + 3
+            for result, expected in zip(compiled(x, positions), model(x, positions)):
+                torch.testing.assert_close(result, expected, **TOLERANCE)
+                assert result.stride() == expected.stride()  # the layout the graph was traced with
+    log = (tmp_path / "estuary" / "debug.log").read_text()
+    assert "2 rotary embedding(s)" in log
+    graph = optimized_graph(tmp_path)
+    assert graph.count("torch.ops.estuary.rotary_embedding.default(") == 2 and "aten.neg" not in graph
+    # q is read in its projection's layout, k as it is: no copy of either.
+    returned = returned_graph(tmp_path)
+    assert returned.count("estuary_rotary_embedding_heads_inner(") == 1
+    assert returned.count("estuary_rotary_embedding(") == 1
+
+
+def test_lowering_binds_every_call(tmp_path):
+    run_llama(tmp_path)
+    returned = returned_graph(tmp_path)
+    assert "torch.ops." not in returned  # no dispatcher overloads, no custom-op layers
+    assert returned.count("estuary_rms_norm(") == 1 and returned.count("estuary_swiglu(") == 1
+    log = (tmp_path / "estuary" / "debug.log").read_text()
+    assert "lowering: 3 Estuary op(s) (0 of them as PyTorch formulas" in log
 
 
 def test_estuary_ops_run_estuarys_kernels_and_fall_back_to_pytorch():
@@ -89,6 +158,28 @@ def test_estuary_ops_run_estuarys_kernels_and_fall_back_to_pytorch():
                                **TOLERANCE)
     needs_grad = x.clone().requires_grad_()
     assert torch.ops.estuary.rms_norm(needs_grad, gamma, 1e-5).requires_grad
+
+
+def test_rotary_and_swiglu_ops_run_estuarys_kernels_and_fall_back_to_pytorch():
+    angles = torch.randn(1, 6, 8)
+    cos, sin = angles.cos(), angles.sin()
+    full_cos, full_sin = torch.cat([cos, cos], -1).unsqueeze(1), torch.cat([sin, sin], -1).unsqueeze(1)
+
+    def rotated(x):
+        return x * full_cos + torch.cat([-x[..., 8:], x[..., :8]], -1) * full_sin
+    contiguous = torch.randn(2, 3, 6, 16)
+    heads_inner = torch.randn(2, 6, 3, 16).transpose(1, 2)  # a projection's q: [B, S, H, D] in memory
+    strided = torch.randn(2, 3, 16, 6).transpose(2, 3)  # neither: PyTorch's formula
+    for x in (contiguous, heads_inner, strided, contiguous.double()):
+        tables = (cos, sin) if x.dtype == torch.float32 else (cos.double(), sin.double())
+        result = torch.ops.estuary.rotary_embedding(x, *tables)
+        torch.testing.assert_close(result, rotated(x).to(x.dtype), **TOLERANCE)
+        if x is not strided:
+            assert result.stride() == x.stride()
+    a, b = torch.randn(3, 5, 32), torch.randn(3, 5, 32)
+    torch.testing.assert_close(torch.ops.estuary.swiglu(a, b), torch.nn.functional.silu(a) * b, **TOLERANCE)
+    torch.testing.assert_close(torch.ops.estuary.swiglu(a.double(), b.double()),
+                               torch.nn.functional.silu(a.double()) * b.double(), **TOLERANCE)
 
 
 def test_dynamic_batch_and_sequence_sizes_compile_once():
@@ -120,7 +211,7 @@ def test_input_inplace_pass_turns_indexed_buffer_writes_into_view_copies(tmp_pat
             k, block = torch.randn(2, 4), torch.randn(2, 2, 4)
             torch.testing.assert_close(compiled(k, block), eager(k, block), **TOLERANCE)
             torch.testing.assert_close(model.cache, eager.cache, **TOLERANCE)
-    graph = returned_graph(tmp_path)
+    graph = optimized_graph(tmp_path)
     assert "scatter" not in graph
     assert graph.count("torch.ops.aten.copy_.default(select") == 2
     assert graph.count("torch.ops.aten.copy_.default(slice") == 1

@@ -28,8 +28,12 @@ FUSIONS = {
     ("llama", "eager"): (["recognize_rotary_embedding (4)", "recognize_attention (4)", "recognize_rms_norm (5)",
                           "fuse_add_rms_norm (4)"],
                          "2 attention(s) fused into scaled_dot_product_attention, 15 decomposed linear/matmul(s) made "
-                         "whole, 5 RMSNorm(s) into Estuary's kernel (4 with the residual Add)"),
-    ("llama", "sdpa"): (["recognize_rotary_embedding (4)", "recognize_rms_norm (5)"], "0 attention(s) fused"),
+                         "whole, 5 RMSNorm(s) into Estuary's kernel (4 with the residual Add), 4 rotary embedding(s) "
+                         "and 2 SiLU-gated product(s) into Estuary's kernels"),
+    ("llama", "sdpa"): (["recognize_rotary_embedding (4)", "recognize_rms_norm (5)"],
+                        "0 attention(s) fused into scaled_dot_product_attention, 15 decomposed linear/matmul(s) made "
+                        "whole, 5 RMSNorm(s) into Estuary's kernel (4 with the residual Add), 4 rotary embedding(s) "
+                        "and 2 SiLU-gated product(s) into Estuary's kernels"),
     ("mistral", "eager"): (["recognize_attention (4)"], "2 attention(s) fused"),
     ("gpt2", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
     ("bert", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
@@ -54,5 +58,5 @@ def test_fusions_fire_on_transformers_code(name, attention, tmp_path):
         else:
             assert f"pattern_fusion_pass: {fx}" in log
             if name in ("llama", "mistral") and attention == "eager":  # grouped-query: K and V un-repeated
-                returned = next((tmp_path / mode / "estuary").glob("model__*/forward/*_returned.txt")).read_text()
-                assert returned.count("enable_gqa = True") == 2
+                optimized = next((tmp_path / mode / "estuary").glob("model__*/forward/*_optimized.txt")).read_text()
+                assert optimized.count("enable_gqa = True") == 2

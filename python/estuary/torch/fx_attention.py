@@ -35,6 +35,44 @@ def finish_rewrites(gm):
     gm.recompile()
 
 
+def is_view(node):
+    """Whether node's op returns a view of its input."""
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    returns = target._schema.returns
+    return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
+
+
+def contiguous(shape, strides):
+    """Whether sizes `shape` with `strides` (ints or symbolic) are provably row-major dense;
+    the strides of size-1 dims do not count, as in Tensor.is_contiguous."""
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if same_size(size, 1):
+            continue
+        if not same_size(stride, expected):
+            return False
+        expected = expected * size
+    return True
+
+
+def is_contiguous_value(node):
+    """Whether node's value is provably contiguous (Estuary's kernels write contiguous results)."""
+    value = fake_value(node)
+    return isinstance(value, torch.Tensor) and contiguous(value.shape, value.stride())
+
+
+def replace_with_call(root, target, args):
+    """Puts target(*args) in root's place (before it, taking its uses and a meta value like
+    its own); returns the new node."""
+    with root.graph.inserting_before(root):
+        node = root.graph.call_function(target, tuple(args))
+    node.meta["val"] = fresh_fake(fake_value(root))
+    root.replace_all_uses_with(node)
+    return node
+
+
 def fresh_fake(like):
     """A fake tensor like `like` with storage of its own: the meta value of a new node, which
     reinplacing reads to tell which values alias."""

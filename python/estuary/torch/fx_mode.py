@@ -2,24 +2,29 @@
 
 Passes, in npugraph_ex's order, each switchable in CompilerConfig:
   pattern_fusion_pass  Estuary's default fusions (attention into SDPA, decomposed linears and
-                       matmuls made whole, RMSNorm into Estuary's kernel) and the user's
-                       register_replacement ones
+                       matmuls made whole; RMSNorm, rotary embeddings and SiLU-gated products
+                       into Estuary's kernels) and the user's register_replacement ones
   inplace_pass         out-of-place ops on intermediates become in-place where no alias or
                        later use forbids it (torch.fx.passes.reinplace)
   input_inplace_pass   functionalization undone on graph inputs: "new value + copy_ into the
                        input" becomes the in-place op on the input again (a KV cache update
                        writes the cache instead of a copy of it)
-Each pass's graph is dumped when dumps are on, with a log of what it changed.
+Each pass's graph is dumped when dumps are on, with a log of what it changed. Then the graph's
+calls are bound to what they run (fx_lowering.py), which is what PyTorch runs.
 """
 import torch
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.operator_schemas import normalize_function
 from torch.fx.passes.reinplace import _maybe_get_inplace_op, reinplace
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from . import patterns
-from .fx_attention import fuse_attention
+from .fx_attention import fuse_attention, is_view
+from .fx_gated_mlp import fuse_gated_mlps
+from .fx_lowering import lower_calls
 from .fx_matmul import fuse_matmuls
 from .fx_rms_norm import fuse_rms_norms
+from .fx_rotary import fuse_rotary_embeddings
 
 _COPY_ = torch.ops.aten.copy_.default
 
@@ -36,9 +41,12 @@ def pattern_fusion_pass(gm):
     attentions = fuse_attention(gm)
     products = fuse_matmuls(gm)
     norms, with_add = fuse_rms_norms(gm)
+    rotaries = fuse_rotary_embeddings(gm)
+    gated = fuse_gated_mlps(gm)
     return (f"{attentions} attention(s) fused into scaled_dot_product_attention, {products} decomposed "
             f"linear/matmul(s) made whole, {norms} RMSNorm(s) into Estuary's kernel ({with_add} with the "
-            f"residual Add), {replaced} user replacement(s)")
+            f"residual Add), {rotaries} rotary embedding(s) and {gated} SiLU-gated product(s) into Estuary's "
+            f"kernels, {replaced} user replacement(s)")
 
 
 def _storage(node):
@@ -95,14 +103,6 @@ def inplace_pass(gm):
     return f"{_in_place_count(gm) - before} op(s) made in-place on intermediates{kept}"
 
 
-def _is_view(node):
-    target = node.target
-    if not isinstance(target, torch._ops.OpOverload):
-        return False
-    returns = target._schema.returns
-    return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
-
-
 def _reads_after(value, position, order, ignore):
     """Whether `value` (or a view of it) is read by a node at or after `position`."""
     for user in value.users:
@@ -110,7 +110,7 @@ def _reads_after(value, position, order, ignore):
             continue
         if order[user] >= position:
             return True
-        if _is_view(user) and _reads_after(user, position, order, ignore):
+        if is_view(user) and _reads_after(user, position, order, ignore):
             return True
     return False
 
@@ -187,12 +187,17 @@ PASSES = [("pattern_fusion_pass", pattern_fusion_pass), ("inplace_pass", inplace
 
 
 def compile_fx_graph(gm, static, floats, config, name, debug):
-    """Runs the enabled passes on gm (an aot inference graph) and returns it for PyTorch to run."""
+    """Runs the enabled passes on gm (an aot inference graph) and returns the function PyTorch
+    runs: gm's generated forward itself, without nn.Module's and GraphModule's call layers
+    (five Python frames a call, which a sub-millisecond model feels)."""
     for pass_name, run in PASSES:
         if not config.fx_pass_enabled(pass_name):
             continue
         change = run(gm)
         debug.fx(name, f"after_{pass_name}", gm)
         debug.log(f"{name}: {pass_name}: {change}")
+    debug.fx(name, "optimized", gm)
+    debug.log(f"{name}: lowering: {lower_calls(gm)}")
     debug.fx(name, "returned", gm)
-    return gm
+    _LazyGraphModule.force_recompile(gm)
+    return gm.forward

@@ -12,7 +12,7 @@ import operator
 import torch
 
 from . import ops  # noqa: F401  (defines torch.ops.estuary.*)
-from .fx_attention import finish_rewrites, fake_value, fresh_fake, same_size, shape_of
+from .fx_attention import finish_rewrites, fake_value, fresh_fake, is_contiguous_value, same_size, shape_of
 
 aten = torch.ops.aten
 
@@ -77,8 +77,8 @@ def _match(root):
         fakes = [fake_value(n) for n in (x, weight, root)]
         if not weight_shape or len(weight_shape) != 1 or not x_shape or not same_size(weight_shape[0], x_shape[-1]):
             continue
-        if any(f.dtype != torch.float32 for f in fakes):
-            continue
+        if any(f.dtype != torch.float32 for f in fakes) or not is_contiguous_value(root):
+            continue  # the kernel takes f32 and writes a contiguous result
         return x, weight, eps, readers
     return None
 

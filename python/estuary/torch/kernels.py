@@ -1,60 +1,37 @@
 """Estuary's kernels for single ops called from PyTorch: what FX mode's fused ops
 (torch.ops.estuary.*) run.
 
-An op is built once per (target, dtypes, ranks, constant arguments) as a one-node graph
+An op is built per (target, input dtypes and ranks, constant arguments) as a one-node graph
 with symbolic sizes (the same translation graph-engine mode uses, then the O2 pipeline, so
 that Add + RMSNorm becomes the fused AddRMSNorm), and the GE backend keeps a plan per input
-shape: a call looks the plan up and runs it on the torch tensors' memory.
+shape. A call is made in C++ (_estuary.fx.TorchOp): torch tensors in, new torch tensors out.
 """
-import collections
-import threading
+import functools
 
 import torch
 
 from .._estuary import fx as _fx
 from . import describe
 
-_lock = threading.Lock()
-_built = {}  # key -> _Kernel
-_SHAPES_KEPT = 64  # output specs remembered per kernel (a decode loop sees a few shapes)
 
-
-class _Kernel:
-    def __init__(self, target, inputs, constants, result_dtypes):
-        nodes = []
-        for i, tensor in enumerate(inputs):
-            sizes = [f"k{i}_{d}" for d in range(tensor.dim())]
-            nodes.append(("input", f"input{i}", describe.dtype_name(tensor.dtype), sizes))
-        args = [_fx.Ref(i) for i in range(len(inputs))] + list(constants)
-        nodes.append(("call", "result", target, args, {}, [describe.dtype_name(d) for d in result_dtypes],
-                      describe.argument_names(_op_of(target), len(args))))
-        outputs = [_fx.Ref(len(inputs))] if len(result_dtypes) == 1 else []
-        if len(result_dtypes) > 1:
-            for k in range(len(result_dtypes)):
-                nodes.append(("call", f"result_{k}", "operator.getitem", [_fx.Ref(len(inputs)), k], {},
-                              [describe.dtype_name(result_dtypes[k])], ["a", "b"]))
-                outputs.append(_fx.Ref(len(nodes) - 1))
-        graph = _fx.translate("estuary_" + target.replace(".", "_"), nodes, outputs, None)
-        from .graph_engine import _pipeline_spec
-        _fx.optimize(graph, _pipeline_spec("O2"), "")
-        self.model = _fx.CompiledGraph(graph, 0)
-        self.specs = collections.OrderedDict()  # input shapes -> output specs, the most recent last
-        self.lock = threading.Lock()  # a compiled graph has one run context (one run at a time)
-
-    def __call__(self, inputs):
-        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
-        shapes = [list(t.shape) for t in inputs]
-        key = tuple(tuple(s) for s in shapes)
-        with self.lock:
-            specs = self.specs.get(key)
-            if specs is None:
-                specs = self.specs[key] = self.model.output_specs([t.data_ptr() for t in inputs], shapes)
-                if len(self.specs) > _SHAPES_KEPT:
-                    self.specs.popitem(last=False)
-            outputs = [torch.empty(shape, dtype=describe.TORCH_DTYPES[dtype]) for dtype, shape in specs]
-            self.model.run([t.data_ptr() for t in inputs], shapes, [t.data_ptr() for t in outputs],
-                           [list(t.shape) for t in outputs])
-        return outputs
+def _build(target, dtypes, ranks, result_dtypes, constants):
+    nodes = []
+    for i, (dtype, rank) in enumerate(zip(dtypes, ranks)):
+        nodes.append(("input", f"input{i}", describe.dtype_name(dtype), [f"k{i}_{d}" for d in range(rank)]))
+    args = [_fx.Ref(i) for i in range(len(dtypes))] + list(constants)
+    nodes.append(("call", "result", target, args, {}, [describe.dtype_name(d) for d in result_dtypes],
+                  describe.argument_names(_op_of(target), len(args))))
+    outputs = [_fx.Ref(len(dtypes))]
+    if len(result_dtypes) > 1:
+        outputs = []
+        for k, dtype in enumerate(result_dtypes):
+            nodes.append(("call", f"result_{k}", "operator.getitem", [_fx.Ref(len(dtypes)), k], {},
+                          [describe.dtype_name(dtype)], ["a", "b"]))
+            outputs.append(_fx.Ref(len(nodes) - 1))
+    graph = _fx.translate("estuary_" + target.replace(".", "_"), nodes, outputs, None)
+    from .graph_engine import _pipeline_spec
+    _fx.optimize(graph, _pipeline_spec("O2"), "")
+    return _fx.CompiledGraph(graph, 0)
 
 
 def _op_of(target):
@@ -62,21 +39,13 @@ def _op_of(target):
     return getattr(getattr(getattr(torch.ops, namespace), name), overload)
 
 
-def run(target, inputs, constants=(), results=1):
-    """Runs the op `target` ("estuary.rms_norm.default") with Estuary's kernel on `inputs`
-    (CPU tensors) and `constants` (numbers, part of the build); returns its results."""
-    key = (target, tuple((t.dtype, t.dim()) for t in inputs), tuple(constants))
-    kernel = _built.get(key)
-    if kernel is None:
-        with _lock:
-            kernel = _built.get(key)
-            if kernel is None:
-                kernel = _built[key] = _Kernel(target, inputs, constants, [inputs[0].dtype] * results)
-    return kernel(inputs)
-
-
-def available(*tensors):
-    """Whether Estuary's kernels take these tensors: f32 on the CPU, outside autograd (the
-    kernels have no backward)."""
-    differentiating = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    return not differentiating and all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+@functools.lru_cache(maxsize=None)
+def op(target, dtypes, ranks, results=1):
+    """The op `target` ("estuary.rms_norm.default") for tensors of these dtypes and ranks, as a
+    callable taking those tensors, then its constant arguments (numbers or 0-d tensors); it
+    returns a tensor, or a tuple of `results` tensors. Results have the first input's dtype."""
+    result_dtypes = [dtypes[0]] * results
+    call = _fx.TorchOp(lambda constants: _build(target, dtypes, ranks, result_dtypes, constants),
+                       list(dtypes), result_dtypes, torch.empty, target)
+    call.__module__, call.__name__ = "estuary", target.split(".")[1]  # FX's code calls it estuary_<op>
+    return call
