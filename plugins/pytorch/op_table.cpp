@@ -180,11 +180,13 @@ Results addRmsNorm(FxTranslation& t) {
                          {{"axis", int64_t{-1}}, {"epsilon", t.floatArg(3, "eps")}});
   return {y, sum};
 }
-// x [B, H, S, D], or [B, S, H*D] with num_heads (what FX mode's kernel reads for a q or k
-// laid out as [B, S, H, D] in memory).
+// x [B, H, S, D] (num_heads 0), or [B, S, H*D] with num_heads (what FX mode's kernel reads for
+// a q or k laid out as [B, S, H, D] in memory); cos and sin [B or 1, S, D/2] (the halves of
+// tables whose halves are equal), or with full_tables [B or 1, S, D] (any tables).
 Results rotaryEmbedding(FxTranslation& t) {
   Value* x = t.tensor(0, "x");
-  FxTranslation::Attributes attributes = {{"interleaved", int64_t{0}}};
+  FxTranslation::Attributes attributes = {{"interleaved", int64_t{0}},
+                                          {"full_tables", int64_t{t.intArg(4, "full_tables", 0) != 0}}};
   if (t.rankOf(x) == 3) attributes.emplace_back("num_heads", t.intArg(3, "num_heads"));
   return {t.emitValue("RotaryEmbedding", {x, t.tensor(1, "cos"), t.tensor(2, "sin")}, std::move(attributes))};
 }

@@ -265,15 +265,15 @@ class CompiledGraph {
 // call costs about what a PyTorch op's does (in Python, the same steps cost several times
 // more inside a large graph, where the interpreter's code is no longer in the caches).
 // Arguments after the tensors are constants of the build (an RMSNorm's eps), given as numbers
-// or 0-d tensors (a model's Python float with dynamic=True); each new set of values is built
-// once by `build(values) -> CompiledGraph`. The GIL is held throughout: the ops are single
+// or 0-d tensors (a model's Python float with dynamic=True), then the op's `fixed` ones; each
+// new set of values is built once by `build(values) -> CompiledGraph`. The GIL is held throughout: the ops are single
 // kernels on activations, and the GIL serializes the one run context of each build.
 class TorchOp {
  public:
   TorchOp(py::function build, std::vector<py::object> input_dtypes, std::vector<py::object> output_dtypes,
-          py::object empty, std::string name)
+          py::object empty, std::string name, py::list fixed)
       : build_(std::move(build)), input_dtypes_(std::move(input_dtypes)), output_dtypes_(std::move(output_dtypes)),
-        empty_(std::move(empty)), name_(std::move(name)) {}
+        empty_(std::move(empty)), name_(std::move(name)), fixed_(std::move(fixed)) {}
 
   py::object call(const py::args& args) {
     const size_t count = input_dtypes_.size();
@@ -318,6 +318,7 @@ class TorchOp {
       key.push_back(value.cast<double>());
       values.append(value);
     }
+    for (const py::handle& value : fixed_) values.append(value);
     auto found = built_.find(key);
     if (found == built_.end()) {
       py::object graph = build_(values);
@@ -330,6 +331,7 @@ class TorchOp {
   std::vector<py::object> input_dtypes_, output_dtypes_;
   py::object empty_;
   std::string name_;
+  py::list fixed_;
   std::map<std::vector<double>, std::pair<py::object, CompiledGraph*>> built_;  // constants -> build
 };
 
@@ -359,8 +361,9 @@ void registerTorchBindings(py::module_& parent) {
       .def("report", &CompiledGraph::report);
   // dynamic_attr: FX's generated code names a call after its target's __module__ and __name__.
   py::class_<TorchOp>(m, "TorchOp", py::dynamic_attr(), "One op run by Estuary, called like a PyTorch op on torch tensors.")
-      .def(py::init<py::function, std::vector<py::object>, std::vector<py::object>, py::object, std::string>(),
-           py::arg("build"), py::arg("input_dtypes"), py::arg("output_dtypes"), py::arg("empty"), py::arg("name"))
+      .def(py::init<py::function, std::vector<py::object>, std::vector<py::object>, py::object, std::string, py::list>(),
+           py::arg("build"), py::arg("input_dtypes"), py::arg("output_dtypes"), py::arg("empty"), py::arg("name"),
+           py::arg("fixed") = py::list())
       .def("__call__", &TorchOp::call);
 }
 

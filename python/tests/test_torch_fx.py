@@ -86,8 +86,9 @@ def test_pattern_fusion_pass_runs_the_gated_mlp_product_as_one_kernel(tmp_path):
     assert graph.count("torch.ops.estuary.swiglu.default(") == 1 and "aten.silu" not in graph
     assert "1 SiLU-gated product(s) into Estuary's kernels" in log
     # LlamaBlock's cos and sin are buffers indexed by position: nothing proves that their two
-    # halves are equal, which the rotary kernel's half tables need, so the rotation stays.
-    assert "0 rotary embedding(s)" in log and "aten.neg" in graph
+    # halves are equal, so the kernel reads them whole.
+    assert "2 rotary embedding(s)" in log and "aten.neg" not in graph
+    assert graph.count("torch.ops.estuary.rotary_embedding.default(") == 2
 
 
 class RotaryProjections(torch.nn.Module):
@@ -140,8 +141,9 @@ def test_lowering_binds_every_call(tmp_path):
     returned = returned_graph(tmp_path)
     assert "torch.ops." not in returned  # no dispatcher overloads, no custom-op layers
     assert returned.count("estuary_rms_norm(") == 1 and returned.count("estuary_swiglu(") == 1
+    assert returned.count("estuary_rotary_embedding_heads_inner") == 2
     log = (tmp_path / "estuary" / "debug.log").read_text()
-    assert "lowering: 3 Estuary op(s) (0 of them as PyTorch formulas" in log
+    assert "lowering: 5 Estuary op(s) (0 of them as PyTorch formulas" in log
 
 
 def test_estuary_ops_run_estuarys_kernels_and_fall_back_to_pytorch():
@@ -170,12 +172,17 @@ def test_rotary_and_swiglu_ops_run_estuarys_kernels_and_fall_back_to_pytorch():
     contiguous = torch.randn(2, 3, 6, 16)
     heads_inner = torch.randn(2, 6, 3, 16).transpose(1, 2)  # a projection's q: [B, S, H, D] in memory
     strided = torch.randn(2, 3, 16, 6).transpose(2, 3)  # neither: PyTorch's formula
+    whole_cos, whole_sin = torch.randn(1, 6, 16), torch.randn(1, 6, 16)  # any tables, read whole
+
+    def rotated_whole(x):
+        return x * whole_cos.unsqueeze(1) + torch.cat([-x[..., 8:], x[..., :8]], -1) * whole_sin.unsqueeze(1)
     for x in (contiguous, heads_inner, strided, contiguous.double()):
-        tables = (cos, sin) if x.dtype == torch.float32 else (cos.double(), sin.double())
-        result = torch.ops.estuary.rotary_embedding(x, *tables)
-        torch.testing.assert_close(result, rotated(x).to(x.dtype), **TOLERANCE)
-        if x is not strided:
-            assert result.stride() == x.stride()
+        for tables, expected in (((cos, sin), rotated(x)), ((whole_cos, whole_sin), rotated_whole(x))):
+            tables = tuple(t.to(x.dtype) for t in tables)
+            result = torch.ops.estuary.rotary_embedding(x, *tables)
+            torch.testing.assert_close(result, expected.to(x.dtype), **TOLERANCE)
+            if x is not strided:
+                assert result.stride() == x.stride()
     a, b = torch.randn(3, 5, 32), torch.randn(3, 5, 32)
     torch.testing.assert_close(torch.ops.estuary.swiglu(a, b), torch.nn.functional.silu(a) * b, **TOLERANCE)
     torch.testing.assert_close(torch.ops.estuary.swiglu(a.double(), b.double()),

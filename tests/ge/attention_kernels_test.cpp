@@ -333,7 +333,7 @@ TEST(AttentionKernel, BadInputsAreRefusedNamingTheProblem) {
 struct RotaryCase {
   DType dtype = DType::F32;
   int64_t batch = 2, heads = 3, seq = 4, head = 8, rotary = 0, max_position = 10;
-  bool three_d = false, interleaved = false, positions = true;
+  bool three_d = false, interleaved = false, positions = true, full_tables = false;
 };
 
 void checkRotary(const RotaryCase& c, uint32_t seed) {
@@ -341,8 +341,9 @@ void checkRotary(const RotaryCase& c, uint32_t seed) {
   TestTensor x = randomTensor(c.dtype, c.three_d ? std::vector<int64_t>{c.batch, c.seq, c.heads * c.head}
                                                  : std::vector<int64_t>{c.batch, c.heads, c.seq, c.head},
                               seed, -3, 3);
-  std::vector<int64_t> cache_dims = c.positions ? std::vector<int64_t>{c.max_position, half + 1}
-                                                : std::vector<int64_t>{c.batch, c.seq, half};
+  const int64_t per_position = c.full_tables ? rotary : half;
+  std::vector<int64_t> cache_dims = c.positions ? std::vector<int64_t>{c.max_position, per_position + 1}
+                                                : std::vector<int64_t>{c.batch, c.seq, per_position};
   TestTensor cos = randomTensor(c.dtype, cache_dims, seed + 1), sin = randomTensor(c.dtype, cache_dims, seed + 2);
   TestTensor positions{DType::I64, {c.batch, c.seq}, {}};
   for (int64_t t = 0; t < c.batch * c.seq; ++t) positions.values.push_back(static_cast<double>((t * 7 + 3) % c.max_position));
@@ -359,15 +360,17 @@ void checkRotary(const RotaryCase& c, uint32_t seed) {
         for (int64_t i = 0; i < half; ++i) {
           const int64_t first = c.interleaved ? 2 * i : i, second = c.interleaved ? 2 * i + 1 : i + half;
           const double x1 = x.values[static_cast<size_t>(base + first)], x2 = x.values[static_cast<size_t>(base + second)];
+          // Whole tables: the second half rotates with the tables' second half.
           const size_t cache = static_cast<size_t>(row * width + i);
-          const double cv = cos.values[cache], sv = sin.values[cache];
-          expected[static_cast<size_t>(base + first)] = cv * x1 - sv * x2;
-          expected[static_cast<size_t>(base + second)] = sv * x1 + cv * x2;
+          const size_t second_cache = cache + static_cast<size_t>(c.full_tables ? half : 0);
+          expected[static_cast<size_t>(base + first)] = cos.values[cache] * x1 - sin.values[cache] * x2;
+          expected[static_cast<size_t>(base + second)] = sin.values[second_cache] * x1 + cos.values[second_cache] * x2;
         }
       }
   std::string attrs = "interleaved = " + std::to_string(c.interleaved ? 1 : 0);
   if (c.three_d) attrs += ", num_heads = " + std::to_string(c.heads);
   if (c.rotary) attrs += ", rotary_embedding_dim = " + std::to_string(c.rotary);
+  if (c.full_tables) attrs += ", full_tables = 1";
   std::string params = "%x: " + x.type() + ", %cos: " + cos.type() + ", %sin: " + sin.type();
   std::vector<TestTensor> inputs{x, cos, sin};
   std::string operands = "%x, %cos, %sin";
@@ -402,6 +405,31 @@ TEST(RotaryEmbeddingKernel, PartialRotationPassesTheRestThrough) {
   checkRotary(c, 60);
   c.interleaved = true;
   checkRotary(c, 61);
+}
+
+TEST(RotaryEmbeddingKernel, WholeTablesRotateTheSecondHalfWithTheirSecondHalf) {
+  for (bool positions : {false, true}) {
+    for (bool three_d : {false, true}) {
+      SCOPED_TRACE(std::string(positions ? "position_ids" : "per token") + (three_d ? " 3-D" : " 4-D"));
+      RotaryCase c;
+      c.full_tables = true;
+      c.positions = positions;
+      c.three_d = three_d;
+      checkRotary(c, 90);
+    }
+  }
+  RotaryCase partial;
+  partial.full_tables = true;
+  partial.rotary = 4;
+  checkRotary(partial, 91);
+}
+
+TEST(RotaryEmbeddingKernel, WholeTablesAreRefusedForInterleavedPairs) {
+  expectBuildError(R"(graph @g(%x: f32[1,2,3,8], %c: f32[1,3,8], %s: f32[1,3,8]) {
+  %y = RotaryEmbedding(%x, %c, %s) {interleaved = 1, full_tables = 1}
+  return %y
+})",
+                   "full_tables applies to the non-interleaved rotation only");
 }
 
 TEST(RotaryEmbeddingKernel, CachesPerTokenWithoutPositionIds) {

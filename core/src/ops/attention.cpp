@@ -80,6 +80,10 @@ void inferAttention(InferenceContext& context) {
   context.setOutputShape(3, Shape({batch, q.heads, q.sequence, total}));
 }
 
+// The caches hold rotary_embedding_dim / 2 values per position (ONNX's), or with
+// full_tables = 1 (Estuary's, not in ONNX) all rotary_embedding_dim of PyTorch's tables,
+// cat(cos(f), cos(f)) written out: the second half of x then rotates with the second half of
+// the tables, so that x * cos + rotate_half(x) * sin needs no proof that the halves are equal.
 void inferRotaryEmbedding(InferenceContext& context) {
   checkRank(context, 0, 3, 4);
   checkRank(context, 1, 2, 3);
@@ -127,6 +131,7 @@ void registerAttentionOps(OpRegistry& registry) {
                    .input("sin_cache", "T")
                    .input("position_ids", "M", Arity::Optional)
                    .output("Y", "T")
+                   .attr("full_tables", AttrKind::Int, 0)  // Estuary's, see inferRotaryEmbedding
                    .attr("interleaved", AttrKind::Int, 0)
                    .attr("num_heads", AttrKind::Int)
                    .attr("rotary_embedding_dim", AttrKind::Int, 0)

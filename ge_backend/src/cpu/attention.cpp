@@ -391,6 +391,7 @@ struct RotaryGeometry {
   int64_t batch = 0, seq = 0, heads = 0, head_size = 0, half = 0;
   int64_t head_stride = 0, seq_stride = 0, batch_stride = 0;  // X's element strides
   int64_t cache_rows = 0, cache_row_stride = 0;
+  int64_t second_half_offset = 0;  // where the second half's cos and sin start in a cache row
   bool interleaved = false, by_position = false;
 };
 
@@ -447,9 +448,10 @@ class RotaryEmbeddingKernel final : public Kernel {
     } else {
 #pragma omp simd
       for (int64_t i = 0; i < half; ++i) {
-        const float x1 = loadAs(x[i]), x2 = loadAs(x[i + half]), cv = loadAs(c[i]), sv = loadAs(s[i]);
-        y[i] = storeAs<T>(cv * x1 - sv * x2);
-        y[i + half] = storeAs<T>(sv * x1 + cv * x2);
+        const float x1 = loadAs(x[i]), x2 = loadAs(x[i + half]);
+        const int64_t j = i + g_.second_half_offset;
+        y[i] = storeAs<T>(loadAs(c[i]) * x1 - loadAs(s[i]) * x2);
+        y[i + half] = storeAs<T>(loadAs(s[j]) * x1 + loadAs(c[j]) * x2);
       }
     }
     if (x != y) std::memcpy(y + 2 * half, x + 2 * half, static_cast<size_t>(g_.head_size - 2 * half) * sizeof(T));
@@ -487,6 +489,9 @@ std::unique_ptr<Kernel> makeRotaryEmbedding(const KernelBuildContext& context) {
   }
   g.half = rotary / 2;
   g.interleaved = context.intAttr("interleaved") != 0;
+  const bool full_tables = context.intAttr("full_tables") != 0;
+  if (full_tables && g.interleaved) context.fail("full_tables applies to the non-interleaved rotation only");
+  const int64_t per_position = full_tables ? rotary : g.half;
   g.by_position = context.hasInput(3);
   const TensorDesc& cos = context.input(1);
   const TensorDesc& sin = context.input(2);
@@ -497,22 +502,23 @@ std::unique_ptr<Kernel> makeRotaryEmbedding(const KernelBuildContext& context) {
       context.fail("position_ids is ", positions.str(), ", expected [", g.batch, ",", g.seq, "]");
     }
     if (cos.rank != 2) {
-      context.fail("with position_ids the caches are [max_position + 1, ", g.half, "], got ", cos.str());
+      context.fail("with position_ids the caches are [max_position + 1, ", per_position, "], got ", cos.str());
     }
     g.cache_rows = cos.dims[0];
   } else {
     // A batch of 1 serves every sequence of the batch (PyTorch models compute them once).
     if (cos.rank != 3 || (cos.dims[0] != g.batch && cos.dims[0] != 1) || cos.dims[1] != g.seq) {
-      context.fail("without position_ids the caches are [", g.batch, ",", g.seq, ",", g.half, "] (batch or 1, ",
-                   "sequence, rotary_embedding_dim / 2), got ", cos.str());
+      context.fail("without position_ids the caches are [", g.batch, ",", g.seq, ",", per_position, "] (batch or 1, ",
+                   "sequence, rotary_embedding_dim", full_tables ? "" : " / 2", "), got ", cos.str());
     }
     g.cache_rows = cos.dims[0] * g.seq;
   }
   g.cache_row_stride = cos.dims[cos.rank - 1];
-  if (g.cache_row_stride < g.half) {
+  if (g.cache_row_stride < per_position) {
     context.fail("the caches ", cos.str(), " hold ", g.cache_row_stride, " values per position, rotating ", rotary,
-                 " elements needs ", g.half);
+                 " elements needs ", per_position);
   }
+  g.second_half_offset = full_tables ? g.half : 0;
   std::unique_ptr<Kernel> kernel;
   dispatchFloat(x.dtype, [&](auto zero) {
     using T = decltype(zero);

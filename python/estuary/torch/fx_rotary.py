@@ -3,13 +3,16 @@ torch.ops.estuary.rotary_embedding, Estuary's RotaryEmbedding kernel (one pass o
 instead of seven ops: two slices, neg, cat, two products and a sum).
 
     x * C + rotate_half(x) * S          rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2])
+
+Where the match proves that both halves of each table are equal, the kernel reads half
+tables, computed once per graph and shared by every layer's q and k (the same match as
+Estuary's recognize_rotary_embedding pass on the IR):
+
     C = unsqueeze(cos(cat(f, f, -1)) [* a], 1),   S the same with sin and the same f and a
 
-The kernel reads half tables, so the match proves that both halves of each table are equal:
-the tables must be computed in the graph from duplicated angles f (as transformers' rotary
-embedding modules compute them); their halves, cos(f) [* a] and sin(f) [* a], are computed
-once per graph and shared by every layer's q and k. The same match as Estuary's
-recognize_rotary_embedding pass on the IR.
+(tables computed in the graph from duplicated angles f, as transformers' rotary embedding
+modules do). Any other tables C and S of one shape, [S, D] or [B or 1, 1, S, D] (a cache
+indexed by position, say), are read whole (the kernel's full_tables).
 """
 import torch
 
@@ -93,11 +96,18 @@ def _same_shape(a, b):
     return a is not None and b is not None and len(a) == len(b) and all(map(same_size, a, b))
 
 
-def _fits(x, f, root):
-    """x [B, H, S, D] f32 and angles f [B or 1, S, D/2] f32, the sum of x's type."""
+def _fits_result(x, root):
+    """x [B, H, S, D] f32 with a static head size, the sum of x's shape and dtype."""
+    xs = shape_of(x)
+    if any(fake_value(n).dtype != torch.float32 for n in (x, root)) or len(xs) != 4 or not isinstance(xs[3], int):
+        return False
+    return _same_shape(shape_of(root), xs)
+
+
+def _fits_angles(x, f):
+    """Angles f [B or 1, S, D/2] f32 for x [B, H, S, D]."""
     xs, fs = shape_of(x), shape_of(f)
-    fakes = [fake_value(n) for n in (x, f, root)]
-    if any(value.dtype != torch.float32 for value in fakes) or not _same_shape(shape_of(root), xs):
+    if fake_value(f).dtype != torch.float32:
         return False
     batch = same_size(fs[0], xs[0]) or (isinstance(fs[0], int) and fs[0] == 1)
     return batch and same_size(fs[1], xs[2]) and isinstance(fs[2], int) and fs[2] * 2 == xs[3]
@@ -123,8 +133,22 @@ def _same_scalar(a, b):
             and len(a.args) == len(b.args) and all(map(_same_scalar, a.args, b.args)))
 
 
+def _whole_tables(x, cos, sin):
+    """Whether cos and sin are tables the kernel can read whole for x [B, H, S, D]: f32, one
+    shape, [S, D] or [B or 1, 1, S, D]."""
+    xs, cs = shape_of(x), shape_of(cos)
+    if not cs or shape_of(sin) is None or len(shape_of(sin)) != len(cs) or not all(map(same_size, cs, shape_of(sin))):
+        return False
+    if any(fake_value(n).dtype != torch.float32 for n in (cos, sin)):
+        return False
+    if len(cs) == 4 and same_size(cs[1], 1) and (same_size(cs[0], xs[0]) or same_size(cs[0], 1)):
+        cs = cs[2:]
+    return len(cs) == 2 and same_size(cs[0], xs[2]) and same_size(cs[1], xs[3])
+
+
 def _match(root):
-    """(x, f, cos scale, sin scale) for root = x * C + rotate_half(x) * S, else None."""
+    """(x, key, tables) for root = x * C + rotate_half(x) * S, else None: tables(graph) makes
+    the kernel's cos and sin tables, the same for every match with the same key."""
     if not _call(root, aten.add.Tensor) or len(root.args) != 2 or root.kwargs:
         return None
     for direct, rotated in (root.args, root.args[::-1]):
@@ -134,35 +158,54 @@ def _match(root):
             for half, sin in (rotated.args[:2], rotated.args[1::-1]):
                 if _rotated_half_of(half) is not x:
                     continue
-                c, s = _angles(cos, aten.cos.default), _angles(sin, aten.sin.default)
-                if c is None or s is None or c[0] is not s[0] or not _same_scalar(c[1], s[1]) or \
-                        not _fits(x, c[0], root) or not _laid_out_as_kernel_writes(x, root):
+                if not _laid_out_as_kernel_writes(x, root) or not _fits_result(x, root):
                     continue
-                return x, c[0], c[1], s[1]
+                c, s = _angles(cos, aten.cos.default), _angles(sin, aten.sin.default)
+                if c is not None and s is not None and c[0] is s[0] and _same_scalar(c[1], s[1]) and \
+                        _fits_angles(x, c[0]):
+                    f, cos_scale, sin_scale = c[0], c[1], s[1]
+                    return x, (f, cos_scale, sin_scale), lambda graph: [
+                        _half_table(graph, function, f, scale)
+                        for function, scale in ((aten.cos.default, cos_scale), (aten.sin.default, sin_scale))]
+                if _whole_tables(x, cos, sin):
+                    return x, (cos, sin), lambda graph: [_three_d(graph, table) for table in (cos, sin)]
     return None
 
 
 def fuse_rotary_embeddings(gm):
     """Rewrites every rotary embedding in gm; returns how many."""
     graph = gm.graph
-    tables = {}  # (f, cos scale, sin scale) -> (cos half, sin half)
+    tables = {}  # key -> the kernel's (cos, sin)
     fused = 0
     for root in list(graph.nodes):
         match = _match(root)
         if match is None:
             continue
-        x, f, cos_scale, sin_scale = match
+        x, key, make_tables = match
         with graph.inserting_before(root):
-            # Made before the first rotary that reads them (which comes after f and the
-            # scales), so before every later one too.
-            if (f, cos_scale, sin_scale) not in tables:
-                tables[(f, cos_scale, sin_scale)] = [_half_table(graph, function, f, scale) for function, scale in
-                                                     ((aten.cos.default, cos_scale), (aten.sin.default, sin_scale))]
-        replace_with_call(root, torch.ops.estuary.rotary_embedding.default, (x, *tables[(f, cos_scale, sin_scale)]))
+            # Made before the first rotary that reads them (which comes after what they are
+            # made of), so before every later one too.
+            if key not in tables:
+                tables[key] = make_tables(graph)
+        replace_with_call(root, torch.ops.estuary.rotary_embedding.default, (x, *tables[key]))
         fused += 1
     if fused:
         finish_rewrites(gm)
     return fused
+
+
+def _three_d(graph, table):
+    """table [S, D] or [B or 1, 1, S, D] as the kernel's [B or 1, S, D] (a view)."""
+    fake = fake_value(table)
+    if fake.dim() == 2:
+        view = graph.call_function(aten.unsqueeze.default, (table, 0))
+        with fake.fake_mode:
+            view.meta["val"] = fake.unsqueeze(0)
+    else:
+        view = graph.call_function(aten.squeeze.dim, (table, 1))
+        with fake.fake_mode:
+            view.meta["val"] = fake.squeeze(1)
+    return view
 
 
 def _half_table(graph, function, f, scale):

@@ -40,12 +40,13 @@ def _op_of(target):
 
 
 @functools.lru_cache(maxsize=None)
-def op(target, dtypes, ranks, results=1):
+def op(target, dtypes, ranks, results=1, fixed=()):
     """The op `target` ("estuary.rms_norm.default") for tensors of these dtypes and ranks, as a
-    callable taking those tensors, then its constant arguments (numbers or 0-d tensors); it
-    returns a tensor, or a tuple of `results` tensors. Results have the first input's dtype."""
+    callable taking those tensors, then its constant arguments (numbers or 0-d tensors), to
+    which `fixed` ones are appended; it returns a tensor, or a tuple of `results` tensors.
+    Results have the first input's dtype."""
     result_dtypes = [dtypes[0]] * results
     call = _fx.TorchOp(lambda constants: _build(target, dtypes, ranks, result_dtypes, constants),
-                       list(dtypes), result_dtypes, torch.empty, target)
+                       list(dtypes), result_dtypes, torch.empty, target, list(fixed))
     call.__module__, call.__name__ = "estuary", target.split(".")[1]  # FX's code calls it estuary_<op>
     return call

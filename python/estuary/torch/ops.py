@@ -9,8 +9,9 @@ mode the FX frontend translates the ops into Estuary's IR (op_table.cpp) like an
     torch.ops.estuary.rms_norm(x, gamma, eps) -> y
     torch.ops.estuary.add_rms_norm(x1, x2, gamma, eps) -> (y, x1 + x2)
     torch.ops.estuary.rotary_embedding(x, cos, sin) -> x * cos + rotate_half(x) * sin
-        x [B, H, S, D]; cos and sin [B or 1, S, D/2], each half of the full tables (whose
-        two halves are equal): Estuary's RotaryEmbedding, non-interleaved. The result is
+        x [B, H, S, D]; cos and sin [B or 1, S, D], or [B or 1, S, D/2] for tables whose
+        two halves are equal (then one half): Estuary's RotaryEmbedding, non-interleaved
+        (full_tables for whole tables). The result is
         laid out as x is when x is contiguous or a transposed [B, S, H, D] (a projection's
         q or k), contiguous otherwise.
     torch.ops.estuary.swiglu(a, b) -> silu(a) * b    (a SiLU-gated MLP's gating)
@@ -36,10 +37,14 @@ class _Fused:
         self.target, self.tensors, self.fits, self.formula, self.results = target, tensors, fits, formula, results
         self.__module__, self.__name__ = "estuary", target.split(".")[1]  # FX's code calls it estuary_<op>
 
+    def takes(self, tensors):
+        """Whether Estuary's kernels take tensors like these (real or fake)."""
+        return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors) and self.fits(*tensors)
+
     def kernel(self, tensors):
         """Estuary's kernel for tensors like these (real or fake, outside autograd: the kernels
         have no backward), called with the op's arguments; None where the formula has to run."""
-        if not all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors) or not self.fits(*tensors):
+        if not self.takes(tensors):
             return None
         return kernels.op(self.target, tuple(t.dtype for t in tensors), tuple(t.dim() for t in tensors), self.results)
 
@@ -60,7 +65,9 @@ def _add_rms_norm_formula(x1, x2, gamma, eps):
 
 
 def _rotary_embedding_formula(x, cos, sin):
-    cos, sin = torch.cat([cos, cos], -1).unsqueeze(1), torch.cat([sin, sin], -1).unsqueeze(1)
+    if cos.shape[-1] != x.shape[-1]:  # half tables
+        cos, sin = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     half = x.shape[-1] // 2
     return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
 
@@ -77,15 +84,18 @@ _add_rms_norm = _Fused("estuary.add_rms_norm.default", 3,
 class _RotaryEmbedding(_Fused):
     """The kernel reads x [B, H, S, D] contiguous, or x laid out as [B, S, H, D] (a q or k
     transposed from its projection) as [B, S, H*D] with num_heads, and writes the result in
-    x's layout, without copying x."""
+    x's layout, without copying x; tables of D values per position are read whole."""
 
     def kernel(self, tensors):
-        whole, x = super().kernel(tensors), tensors[0]
-        if whole is None or contiguous(x.shape, x.stride()):
-            return whole
+        x, cos = tensors[0], tensors[1]
+        if not self.takes(tensors):
+            return None
+        whole = int(cos.shape[-1] == x.shape[-1])
+        if contiguous(x.shape, x.stride()):
+            return kernels.op(self.target, (x.dtype,) * 3, (4, 3, 3), fixed=(0, whole))
         if not contiguous(*_heads_inner(x)):
             return None
-        return _HeadsInner(kernels.op(self.target, (x.dtype,) * 3, (3, 3, 3)))
+        return _HeadsInner(kernels.op(self.target, (x.dtype,) * 3, (3, 3, 3), fixed=(whole,)))
 
 
 def _heads_inner(x):
