@@ -271,9 +271,9 @@ class CompiledGraph {
 class TorchOp {
  public:
   TorchOp(py::function build, std::vector<py::object> input_dtypes, std::vector<py::object> output_dtypes,
-          py::object empty, std::string name, py::list fixed)
+          py::object empty, py::object empty_like, std::string name, py::list fixed)
       : build_(std::move(build)), input_dtypes_(std::move(input_dtypes)), output_dtypes_(std::move(output_dtypes)),
-        empty_(std::move(empty)), name_(std::move(name)), fixed_(std::move(fixed)) {}
+        empty_(std::move(empty)), empty_like_(std::move(empty_like)), name_(std::move(name)), fixed_(std::move(fixed)) {}
 
   py::object call(const py::args& args) {
     const size_t count = input_dtypes_.size();
@@ -284,14 +284,15 @@ class TorchOp {
     const auto& infos = graph.model_->inputs();
     for (size_t i = 0; i < count; ++i) {
       py::object tensor = py::reinterpret_borrow<py::object>(args[i]);
-      if (!py::object(tensor.attr("dtype")).is(input_dtypes_[i])) {
-        raise(name_, ": tensor ", i, " has dtype ", py::str(tensor.attr("dtype")).cast<std::string>(), ", built for ",
+      py::object dtype = tensor.attr(names_.dtype);
+      if (!dtype.is(input_dtypes_[i])) {
+        raise(name_, ": tensor ", i, " has dtype ", py::str(dtype).cast<std::string>(), ", built for ",
               py::str(input_dtypes_[i]).cast<std::string>());
       }
-      if (!tensor.attr("is_contiguous")().cast<bool>()) tensor = tensor.attr("contiguous")();
+      if (!tensor.attr(names_.is_contiguous)().cast<bool>()) tensor = tensor.attr(names_.contiguous)();
       std::vector<int64_t> dims;
-      for (const py::handle& size : tensor.attr("shape")) dims.push_back(size.cast<int64_t>());
-      auto* data = reinterpret_cast<void*>(tensor.attr("data_ptr")().cast<uintptr_t>());
+      for (const py::handle& size : tensor.attr(names_.shape)) dims.push_back(PyLong_AsLongLong(size.ptr()));
+      auto* data = reinterpret_cast<void*>(PyLong_AsVoidPtr(tensor.attr(names_.data_ptr)().ptr()));
       inputs.push_back(ge::HostTensor::of(ge::TensorDesc::of(infos[i].type.dtype, dims), data));
       held.push_back(std::move(tensor));
     }
@@ -299,8 +300,11 @@ class TorchOp {
     py::tuple results(descs.size());
     std::vector<ge::HostTensor> outputs;
     for (size_t k = 0; k < descs.size(); ++k) {
-      py::object result = empty_(py::cast(descs[k].dimVector()), py::arg("dtype") = output_dtypes_[k]);
-      outputs.push_back(ge::HostTensor::of(descs[k], reinterpret_cast<void*>(result.attr("data_ptr")().cast<uintptr_t>())));
+      // Most fused ops return their first input's shape and dtype: empty_like is the cheaper call.
+      py::object result = descs[k] == inputs[0].desc() && output_dtypes_[k].is(input_dtypes_[0])
+                              ? empty_like_(held[0])
+                              : empty_(py::cast(descs[k].dimVector()), py::arg("dtype") = output_dtypes_[k]);
+      outputs.push_back(ge::HostTensor::of(descs[k], PyLong_AsVoidPtr(result.attr(names_.data_ptr)().ptr())));
       results[k] = std::move(result);
     }
     graph.context_->run(inputs, outputs);
@@ -314,7 +318,7 @@ class TorchOp {
     for (size_t i = input_dtypes_.size(); i < args.size(); ++i) {
       py::handle arg = args[i];
       py::object value = PyFloat_Check(arg.ptr()) || PyLong_Check(arg.ptr()) ? py::reinterpret_borrow<py::object>(arg)
-                                                                           : arg.attr("item")();
+                                                                           : arg.attr(names_.item)();
       key.push_back(value.cast<double>());
       values.append(value);
     }
@@ -327,10 +331,17 @@ class TorchOp {
     return *found->second.second;
   }
 
+  // The tensor attributes a call reads, as Python strings made once.
+  struct Names {
+    py::str dtype{"dtype"}, is_contiguous{"is_contiguous"}, contiguous{"contiguous"}, shape{"shape"},
+        data_ptr{"data_ptr"}, item{"item"};
+  };
+
   py::function build_;
   std::vector<py::object> input_dtypes_, output_dtypes_;
-  py::object empty_;
+  py::object empty_, empty_like_;
   std::string name_;
+  Names names_;
   py::list fixed_;
   std::map<std::vector<double>, std::pair<py::object, CompiledGraph*>> built_;  // constants -> build
 };
@@ -361,9 +372,10 @@ void registerTorchBindings(py::module_& parent) {
       .def("report", &CompiledGraph::report);
   // dynamic_attr: FX's generated code names a call after its target's __module__ and __name__.
   py::class_<TorchOp>(m, "TorchOp", py::dynamic_attr(), "One op run by Estuary, called like a PyTorch op on torch tensors.")
-      .def(py::init<py::function, std::vector<py::object>, std::vector<py::object>, py::object, std::string, py::list>(),
-           py::arg("build"), py::arg("input_dtypes"), py::arg("output_dtypes"), py::arg("empty"), py::arg("name"),
-           py::arg("fixed") = py::list())
+      .def(py::init<py::function, std::vector<py::object>, std::vector<py::object>, py::object, py::object,
+                    std::string, py::list>(),
+           py::arg("build"), py::arg("input_dtypes"), py::arg("output_dtypes"), py::arg("empty"), py::arg("empty_like"),
+           py::arg("name"), py::arg("fixed") = py::list())
       .def("__call__", &TorchOp::call);
 }
 

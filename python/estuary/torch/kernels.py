@@ -47,6 +47,6 @@ def op(target, dtypes, ranks, results=1, fixed=()):
     Results have the first input's dtype."""
     result_dtypes = [dtypes[0]] * results
     call = _fx.TorchOp(lambda constants: _build(target, dtypes, ranks, result_dtypes, constants),
-                       list(dtypes), result_dtypes, torch.empty, target, list(fixed))
+                       list(dtypes), result_dtypes, torch.empty, torch.empty_like, target, list(fixed))
     call.__module__, call.__name__ = "estuary", target.split(".")[1]  # FX's code calls it estuary_<op>
     return call
