@@ -2,7 +2,10 @@
 """torch.compile backends side by side: eager PyTorch, inductor, Estuary's graph-engine mode
 and Estuary's FX mode, on ResNet-18, MobileNetV2, a BERT-like encoder and a LLaMA-style
 decoder block (random weights, batch 1). Prints a Markdown table: batch-1 latency (median)
-and compile time (the first call minus a steady-state call) for each.
+and compile time (the first call minus a steady-state call) for each. After compiling, the
+backends' calls alternate (eager, inductor, GE, FX, then inductor first, ...), each model
+compiled on a copy of its own, so that the machine's slow and fast spells fall on all of them
+alike.
 
     PYTHONPATH=build/python .venvs/torch/bin/python bench/torch_compile.py --threads 2
 
@@ -11,6 +14,7 @@ TORCHINDUCTOR_FORCE_DISABLE_CACHES is set otherwise): with a warm cache from an 
 its compile time drops from about 20 s to 2-3 s, which a first compile does not get.
 """
 import argparse
+import copy
 import os
 import statistics
 import sys
@@ -27,6 +31,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "test
 import estuary.torch as et  # noqa: E402
 from torch_models import BertEncoder, LlamaBlock, import_torchvision  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_common import cpu_model  # noqa: E402
+
 
 def models():
     torchvision = import_torchvision()
@@ -37,23 +44,33 @@ def models():
     yield "LLaMA-style block (1x32x64)", LlamaBlock(batch=1, max_seq=64), (torch.randn(1, 32, 64), torch.tensor(0))
 
 
-def measure(fn, inputs, repeats):
+def first_call(fn, inputs):
     start = time.perf_counter()
     fn(*inputs)
-    first = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(*inputs)
-        times.append(time.perf_counter() - start)
-    latency = statistics.median(times)
-    return latency, max(first - latency, 0.0)
+    return time.perf_counter() - start
+
+
+def interleaved_latencies(fns, inputs, repeats):
+    """Median latency of each function, the calls alternating between them so that the
+    machine's slow and fast spells fall on all alike."""
+    times = {name: [] for name in fns}
+    order = list(fns)
+    for name in order:
+        fns[name](*inputs)  # warm
+    for repeat in range(repeats):
+        # Each backend's turn rotates, so that none always follows the same one (whose
+        # threads may still be spinning down).
+        for name in order[repeat % len(order):] + order[:repeat % len(order)]:
+            start = time.perf_counter()
+            fns[name](*inputs)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=20, help="alternating calls per backend")
     parser.add_argument("--skip-inductor", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -62,24 +79,30 @@ def main():
     if not args.skip_inductor:
         backends.append(("inductor", "inductor"))
     backends += [("estuary ge", et.backend(threads=args.threads)), ("estuary fx", et.backend(mode="fx"))]
-    print(f"torch {torch.__version__}, {args.threads} threads, median of {args.repeats} runs\n")
+    print(f"torch {torch.__version__}, {args.threads} threads, {cpu_model()}, median of {args.repeats} "
+          "alternating calls\n")
     print("| model | " + " | ".join(f"{name} latency (ms)" for name, _ in backends)
-          + " | " + " | ".join(f"{name} compile (s)" for name, _ in backends[1:]) + " | ge vs eager | ge vs inductor |")
-    print("|---" * (2 * len(backends) + 2) + "|")
+          + " | " + " | ".join(f"{name} compile (s)" for name, _ in backends[1:])
+          + " | ge vs eager | ge vs inductor | fx vs eager |")
+    print("|---" * (2 * len(backends) + 3) + "|")
     for title, model, inputs in models():
         model.eval()
-        latencies, compiles = {}, {}
+        fns, firsts = {}, {}
         with torch.no_grad():
             for name, backend in backends:
-                torch._dynamo.reset()
-                fn = model if backend is None else torch.compile(model, backend=backend)
-                latencies[name], compiles[name] = measure(fn, inputs, args.repeats)
-                print(f"  {title}: {name} {latencies[name] * 1e3:.2f} ms, compile {compiles[name]:.2f} s",
-                      file=sys.stderr)
+                # A model of its own per backend, so that each compiled one keeps its graphs.
+                fn = model if backend is None else torch.compile(copy.deepcopy(model), backend=backend)
+                firsts[name] = first_call(fn, inputs)
+                fns[name] = fn
+            latencies = interleaved_latencies(fns, inputs, args.repeats)
+        compiles = {name: max(firsts[name] - latencies[name], 0.0) for name in fns}
+        for name in fns:
+            print(f"  {title}: {name} {latencies[name] * 1e3:.2f} ms, compile {compiles[name]:.2f} s", file=sys.stderr)
         ge = latencies["estuary ge"]
         row = [title] + [f"{latencies[n] * 1e3:.2f}" for n, _ in backends] + [f"{compiles[n]:.2f}" for n, _ in backends[1:]]
         row.append(f"{latencies['eager'] / ge:.2f}x")
         row.append(f"{latencies['inductor'] / ge:.2f}x" if "inductor" in latencies else "-")
+        row.append(f"{latencies['eager'] / latencies['estuary fx']:.2f}x")
         print("| " + " | ".join(row) + " |", flush=True)
 
 
