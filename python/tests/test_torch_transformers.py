@@ -38,6 +38,8 @@ FUSIONS = {
     ("gpt2", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
     ("bert", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
     ("vit", "eager"): (["recognize_attention (2)"], "2 attention(s) fused"),
+    # T5 adds a relative position bias, then its mask: 2 encoder, 2 decoder self- and 2 cross-attentions.
+    ("t5", "eager"): (["recognize_attention (6)"], "6 attention(s) fused"),
 }
 
 

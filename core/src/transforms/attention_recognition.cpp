@@ -112,7 +112,7 @@ struct Match {
   Value* q;
   Key k;
   Value* v;
-  Value* mask = nullptr;
+  std::vector<Value*> masks;  // additive masks, summed into the Attention's one
   double scale = 1.0;
   Value* result;  // the value Y replaces: [B, H, S, Dv]
 };
@@ -146,17 +146,29 @@ class Recognizer {
     Match match;
     if (!matchProbabilitiesTimesValues(softmax.output(), match)) return std::nullopt;
     Value* logits = softmax.input(0);
-    if (Node* add = soleProducer(logits, "Add")) {
-      for (size_t side = 0; side < 2; ++side) {
-        if (matchScaledScores(add->input(side), match) && fitsAsMask(add->input(1 - side), logits->shape())) {
-          match.mask = add->input(1 - side);
-          return finish(match, logits->shape());
-        }
-      }
-    }
-    if (!matchScaledScores(logits, match)) return std::nullopt;
+    if (!matchMaskedScores(logits, logits->shape(), match)) return std::nullopt;
     return finish(match, logits->shape());
   }
+
+  // logits = scores + mask + ... : the scaled scores under Adds of additive masks (T5 adds a
+  // position bias, then the causal or padding mask), each Add read once.
+  static bool matchMaskedScores(Value* logits, const Shape& scores, Match& match) {
+    if (matchScaledScores(logits, match)) return true;
+    Node* add = soleProducer(logits, "Add");
+    if (!add || match.masks.size() >= kMostMasks) return false;
+    for (size_t side = 0; side < 2; ++side) {
+      if (!fitsAsMask(add->input(1 - side), scores) || !add->input(side)->shape().isRanked() ||
+          add->input(side)->shape() != scores) {
+        continue;
+      }
+      match.masks.push_back(add->input(1 - side));
+      if (matchMaskedScores(add->input(side), scores, match)) return true;
+      match.masks.pop_back();
+    }
+    return false;
+  }
+
+  static constexpr size_t kMostMasks = 4;
 
   // P V, from the Softmax's probabilities P: the MatMul reading them (through a flattening
   // Reshape) and the value taking Y's place.
@@ -217,7 +229,7 @@ class Recognizer {
     bool shapes = q[3].provablyEqual(k[3]) && k[2].provablyEqual(v[2]) && k[1].provablyEqual(v[1]) &&
                   scores[2].provablyEqual(q[2]) && scores[3].provablyEqual(k[2]);
     if (!shapes || !isFloat(match.q->dtype()) || match.q->dtype() != match.k.source->dtype()) return std::nullopt;
-    if (match.mask && match.q->dtype() != DType::F32) return std::nullopt;  // the kernel's masks are f32
+    if (!match.masks.empty() && match.q->dtype() != DType::F32) return std::nullopt;  // the kernel's masks are f32
     const Shape& result = match.result->shape();
     if (!hasRank(match.result, 4) || match.result->dtype() != match.q->dtype() || !result[0].provablyEqual(q[0]) ||
         !result[1].provablyEqual(q[1]) || !result[2].provablyEqual(q[2]) || !result[3].provablyEqual(v[3])) {
@@ -233,7 +245,13 @@ class Recognizer {
     Value* key = match.k.source;
     if (!match.k.perm.empty()) key = createInferred(graph_, before, "Transpose", {key}, {{"perm", match.k.perm}})->output();
     std::vector<Value*> inputs = {match.q, key, match.v};
-    if (match.mask) inputs.push_back(match.mask);
+    if (!match.masks.empty()) {
+      Value* mask = match.masks.front();
+      for (size_t i = 1; i < match.masks.size(); ++i) {
+        mask = createInferred(graph_, before, "Add", {mask, match.masks[i]})->output();
+      }
+      inputs.push_back(mask);
+    }
     Node* attention = createInferred(graph_, before, "Attention", inputs, {{"scale", match.scale}});
     attention->setName(before->name());
     attention->output()->setName(match.result->name());
@@ -268,7 +286,7 @@ PassInfo attentionRecognitionPass() {
   PassInfo info;
   info.name = "recognize_attention";
   info.description =
-      "Rewrites Softmax(Q K^T * scale + mask) V, written out in MatMuls (flattened or not), into Attention; "
+      "Rewrites Softmax(Q K^T * scale + masks) V, written out in MatMuls (flattened or not), into Attention; "
       "K and V repeated over head groups (repeat_kv) are read un-repeated.";
   info.factory = [](const PassOptions&) { return std::make_unique<AttentionRecognition>(); };
   return info;

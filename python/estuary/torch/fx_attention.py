@@ -7,11 +7,14 @@ ATen graph of real attention code varies more than exact traced patterns can fol
 (matmul's decomposition into expand/clone/view/bmm, the scale as a graph input with
 dynamic=True, repeat_kv's copies):
 
-    _softmax(q K^T * s [+ mask], -1) V    with q K^T and P V as (flattened) bmm or matmul,
+    _softmax(q K^T * s [+ mask]..., -1) V
+                                          with q K^T and P V as (flattened) bmm or matmul,
                                           K^T a transpose of K's last two dims,
                                           s a number or a 0-d tensor (then q is scaled first),
                                           K and V optionally repeat_kv copies (read un-repeated
-                                          with enable_gqa).
+                                          with enable_gqa), the masks of the scores' dtype
+                                          (their sum is SDPA's attn_mask: T5 adds a position
+                                          bias and its mask).
 """
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
@@ -153,7 +156,8 @@ def _unrepeated(node):
 
 class _Match:
     def __init__(self):
-        self.q = self.k = self.v = self.mask = None
+        self.q = self.k = self.v = None
+        self.masks = []          # additive masks, summed into SDPA's attn_mask
         self.scale = 1.0         # a number, or a 0-d tensor node
         self.divide = False      # the scores are divided by scale
         self.result = None       # the [B, H, S, Dv] node Y replaces
@@ -212,8 +216,33 @@ def _four_d_equal(result, match):
 
 
 def _fits_as_mask(mask, logits):
+    """An additive mask: of the scores' dtype (a bool tensor added to the scores adds 1.0
+    where True, which SDPA's bool masks do not mean)."""
     value = fake_value(mask)
-    return isinstance(value, torch.Tensor) and value.dtype in (torch.bool, fake_value(logits).dtype)
+    return isinstance(value, torch.Tensor) and value.dtype == fake_value(logits).dtype
+
+
+_MOST_MASKS = 4
+
+
+def _match_masked_scores(logits, match, scores_shape):
+    """logits = scores + mask + ...: the scores under additions of masks (T5 adds a position
+    bias, then its causal or padding mask), each sum read once; fills match.masks."""
+    if _match_scores(logits, match):
+        return True
+    if not (logits.op == "call_function" and logits.target is aten.add.Tensor and len(logits.users) == 1
+            and len(logits.args) == 2 and not logits.kwargs) or len(match.masks) >= _MOST_MASKS:
+        return False
+    for inner, mask in (logits.args, logits.args[::-1]):
+        inner_shape = shape_of(inner)
+        if not isinstance(inner, torch.fx.Node) or not _fits_as_mask(mask, logits) or inner_shape is None or \
+                len(inner_shape) != 4 or not all(map(same_size, inner_shape, scores_shape)):
+            continue
+        match.masks.append(mask)
+        if _match_masked_scores(inner, match, scores_shape):
+            return True
+        match.masks.pop()
+    return False
 
 
 def _match(softmax):
@@ -226,12 +255,7 @@ def _match(softmax):
     match = _Match()
     if not _match_values(softmax, match):
         return None
-    if logits.op == "call_function" and logits.target is aten.add.Tensor and len(logits.users) == 1:
-        for scores, mask in ((logits.args[0], logits.args[1]), (logits.args[1], logits.args[0])):
-            if _fits_as_mask(mask, logits) and _match_scores(scores, match) and _four_d_equal(match.result, match):
-                match.mask = mask
-                return match
-    return match if _match_scores(logits, match) and _four_d_equal(match.result, match) else None
+    return match if _match_masked_scores(logits, match, shape) and _four_d_equal(match.result, match) else None
 
 
 def fuse_attention(gm):
@@ -254,7 +278,13 @@ def fuse_attention(gm):
                 scale = 1.0
             elif match.divide:
                 scale = 1.0 / scale
-            kwargs = {"attn_mask": match.mask, "scale": float(scale), "enable_gqa": gqa}
+            mask = match.masks[0] if match.masks else None
+            for term in match.masks[1:]:
+                total = graph.call_function(aten.add.Tensor, (mask, term))
+                with fake_value(term).fake_mode:
+                    total.meta["val"] = fake_value(mask) + fake_value(term)
+                mask = total
+            kwargs = {"attn_mask": mask, "scale": float(scale), "enable_gqa": gqa}
             fused = graph.call_function(aten.scaled_dot_product_attention.default, (query, key, value), kwargs)
         fused.meta["val"] = fresh_fake(fake_value(match.result))
         match.result.replace_all_uses_with(fused)
