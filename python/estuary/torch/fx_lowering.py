@@ -21,17 +21,14 @@ _CONVERT = torch.ops.prims.convert_element_type.default
 _TO_COPY = torch.ops.aten._to_copy.default
 
 
-class _BoundOperator:
-    """An ATen overload's C++ operator, called with no Python frame of its own (a class
-    whose __call__ is the operator itself)."""
-
-    def __new__(cls, overload):
-        name = f"{overload._schema.name.split('::')[-1]}_{overload._overloadname}".replace(".", "_")
-        # FX's code names the call aten_<op>_<overload>.
-        bound = type(name, (), {"__call__": staticmethod(overload._op), "__module__": "aten"})()
-        bound.__name__ = name
-        bound.overload = overload
-        return bound
+def _bound_operator(overload):
+    """An ATen overload's C++ operator, called with no Python frame of its own: an instance
+    of a class whose __call__ is the operator itself. FX's code names the call
+    aten_<op>_<overload>."""
+    name = f"{overload._schema.name.split('::')[-1]}_{overload._overloadname}".replace(".", "_")
+    bound = type(name, (), {"__call__": staticmethod(overload._op), "__module__": "aten"})()
+    bound.__name__ = name
+    return bound
 
 
 def _writes_argument(user, node):
@@ -84,7 +81,7 @@ def lower_calls(gm):
             fused += 1
         elif isinstance(node.target, torch._ops.OpOverload) and node.target.namespace == "aten":
             if node.target not in operators:
-                operators[node.target] = _BoundOperator(node.target)
+                operators[node.target] = _bound_operator(node.target)
             node.target = operators[node.target]
             bound += 1
     graph.lint()

@@ -2,8 +2,9 @@
 register_replacement's replace_fn may call.
 
 Called from PyTorch (FX mode, or eagerly), f32 CPU tensors outside autograd run Estuary's
-kernels (kernels.py: the GE backend's RMSNormalization, and AddRMSNorm for the sum and its
-normalization in one pass); other tensors run the PyTorch formulas below. In graph-engine
+kernels (kernels.py: the GE backend's RMSNormalization, AddRMSNorm for the sum and its
+normalization in one pass, RotaryEmbedding, SwiGLU); other tensors run the PyTorch formulas
+below. In graph-engine
 mode the FX frontend translates the ops into Estuary's IR (op_table.cpp) like any other.
 
     torch.ops.estuary.rms_norm(x, gamma, eps) -> y
@@ -11,10 +12,12 @@ mode the FX frontend translates the ops into Estuary's IR (op_table.cpp) like an
     torch.ops.estuary.rotary_embedding(x, cos, sin) -> x * cos + rotate_half(x) * sin
         x [B, H, S, D]; cos and sin [B or 1, S, D], or [B or 1, S, D/2] for tables whose
         two halves are equal (then one half): Estuary's RotaryEmbedding, non-interleaved
-        (full_tables for whole tables). The result is
-        laid out as x is when x is contiguous or a transposed [B, S, H, D] (a projection's
-        q or k), contiguous otherwise.
+        (full_tables for whole tables). The result is laid out as x is when x is contiguous
+        or a transposed [B, S, H, D] (a projection's q or k), contiguous otherwise.
     torch.ops.estuary.swiglu(a, b) -> silu(a) * b    (a SiLU-gated MLP's gating)
+
+FX mode's graphs call the _Fused records below directly (fx_lowering.py), or the C++ kernel
+callable one of them chooses for the node's fake values.
 """
 import torch
 
@@ -90,7 +93,7 @@ class _RotaryEmbedding(_Fused):
         x, cos = tensors[0], tensors[1]
         if not self.takes(tensors):
             return None
-        whole = int(cos.shape[-1] == x.shape[-1])
+        whole = int(same_size(cos.shape[-1], x.shape[-1]))
         if contiguous(x.shape, x.stride()):
             return kernels.op(self.target, (x.dtype,) * 3, (4, 3, 3), fixed=(0, whole))
         if not contiguous(*_heads_inner(x)):
