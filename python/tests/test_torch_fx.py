@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import estuary.torch as et
+from estuary import EstuaryError
 from torch_models import BertEncoder, LlamaBlock, WindowAttention
 
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
@@ -187,6 +188,13 @@ def test_rotary_and_swiglu_ops_run_estuarys_kernels_and_fall_back_to_pytorch():
     torch.testing.assert_close(torch.ops.estuary.swiglu(a, b), torch.nn.functional.silu(a) * b, **TOLERANCE)
     torch.testing.assert_close(torch.ops.estuary.swiglu(a.double(), b.double()),
                                torch.nn.functional.silu(a.double()) * b.double(), **TOLERANCE)
+
+
+def test_estuary_ops_name_the_op_and_the_shapes_they_expect():
+    x, tables = torch.randn(2, 3, 6, 16), torch.randn(1, 5, 8)  # 5 positions for a sequence of 6
+    with pytest.raises(EstuaryError, match=r"torch\.ops\.estuary\.rotary_embedding\.default.*"
+                                           r"the caches are \[2,6,8\].*got f32\[1,5,8\]"):
+        torch.ops.estuary.rotary_embedding(x, tables, tables)
 
 
 def test_dynamic_batch_and_sequence_sizes_compile_once():

@@ -19,13 +19,14 @@ def _build(target, dtypes, ranks, result_dtypes, constants):
     for i, (dtype, rank) in enumerate(zip(dtypes, ranks)):
         nodes.append(("input", f"input{i}", describe.dtype_name(dtype), [f"k{i}_{d}" for d in range(rank)]))
     args = [_fx.Ref(i) for i in range(len(dtypes))] + list(constants)
-    nodes.append(("call", "result", target, args, {}, [describe.dtype_name(d) for d in result_dtypes],
+    op_name = f"torch.ops.{target}"  # what errors name: the op the user or FX mode called
+    nodes.append(("call", op_name, target, args, {}, [describe.dtype_name(d) for d in result_dtypes],
                   describe.argument_names(_op_of(target), len(args))))
     outputs = [_fx.Ref(len(dtypes))]
     if len(result_dtypes) > 1:
         outputs = []
         for k, dtype in enumerate(result_dtypes):
-            nodes.append(("call", f"result_{k}", "operator.getitem", [_fx.Ref(len(dtypes)), k], {},
+            nodes.append(("call", f"{op_name}[{k}]", "operator.getitem", [_fx.Ref(len(dtypes)), k], {},
                           [describe.dtype_name(dtype)], ["a", "b"]))
             outputs.append(_fx.Ref(len(nodes) - 1))
     graph = _fx.translate("estuary_" + target.replace(".", "_"), nodes, outputs, None)
