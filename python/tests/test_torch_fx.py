@@ -69,7 +69,11 @@ def test_pattern_fusion_pass_fuses_written_out_attention(tmp_path):
     graph = optimized_graph(tmp_path)
     assert graph.count("aten.scaled_dot_product_attention.default(") == 2  # one per layer
     assert "aten._softmax" not in graph
-    assert "pattern_fusion_pass: 2 attention(s) fused" in (tmp_path / "estuary" / "debug.log").read_text()
+    log = (tmp_path / "estuary" / "debug.log").read_text()
+    assert "pattern_fusion_pass: 2 attention(s) fused" in log
+    # Each layer computes the same additive mask from the padding mask: computed once now.
+    assert graph.count("torch.ops.aten.rsub.Scalar(") == 1
+    assert "4 repeated computation(s) made once" in log
 
 
 def test_pattern_fusion_pass_runs_rms_norms_and_linears_whole(tmp_path):

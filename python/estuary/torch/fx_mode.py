@@ -1,9 +1,10 @@
 """FX mode (npugraph_ex): the FX graph, optimized in place, is run by PyTorch's kernels.
 
 Passes, in npugraph_ex's order, each switchable in CompilerConfig:
-  pattern_fusion_pass  Estuary's default fusions (attention into SDPA, decomposed linears and
-                       matmuls made whole; RMSNorm, rotary embeddings and SiLU-gated products
-                       into Estuary's kernels) and the user's register_replacement ones
+  pattern_fusion_pass  the user's register_replacement ones, common subexpressions computed
+                       once, then Estuary's default fusions (attention into SDPA, decomposed
+                       linears and matmuls made whole; RMSNorm, rotary embeddings and
+                       SiLU-gated products into Estuary's kernels)
   inplace_pass         out-of-place ops on intermediates become in-place where no alias or
                        later use forbids it (torch.fx.passes.reinplace)
   input_inplace_pass   functionalization undone on graph inputs: "new value + copy_ into the
@@ -15,6 +16,7 @@ calls are bound to what they run (fx_lowering.py), which is what PyTorch runs.
 import torch
 from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.operator_schemas import normalize_function
+from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
 from torch.fx.passes.reinplace import _maybe_get_inplace_op, reinplace
 from torch.multiprocessing.reductions import StorageWeakRef
 
@@ -34,10 +36,25 @@ def _in_place_count(gm):
                and n.target._schema.name.endswith("_"))
 
 
+def _compute_once(gm):
+    """Common subexpressions computed once (torch's CSE pass on the functional graph; random
+    and in-place ops are left alone): a BERT's attention mask is computed once, not per
+    layer, and the fusions below see one node where the model wrote one value twice.
+    Returns how many nodes went."""
+    result = CSEPass(get_CSE_banned_ops())(gm)
+    if not result.modified:
+        return 0
+    before = len(gm.graph.nodes)
+    gm.graph = result.graph_module.graph
+    gm.recompile()
+    return before - len(gm.graph.nodes)
+
+
 def pattern_fusion_pass(gm):
     # The user's replacements first: they say what the user wants where a default fusion
     # would also match, and they are traced from decomposed ATen (a Linear as view + mm).
     replaced = patterns.apply_user_patterns(gm)
+    repeated = _compute_once(gm)
     attentions = fuse_attention(gm)
     products = fuse_matmuls(gm)
     norms, with_add = fuse_rms_norms(gm)
@@ -46,7 +63,7 @@ def pattern_fusion_pass(gm):
     return (f"{attentions} attention(s) fused into scaled_dot_product_attention, {products} decomposed "
             f"linear/matmul(s) made whole, {norms} RMSNorm(s) into Estuary's kernel ({with_add} with the "
             f"residual Add), {rotaries} rotary embedding(s) and {gated} SiLU-gated product(s) into Estuary's "
-            f"kernels, {replaced} user replacement(s)")
+            f"kernels, {replaced} user replacement(s), {repeated} repeated computation(s) made once")
 
 
 def _storage(node):
