@@ -87,6 +87,11 @@ def same_size(a, b):
     return a == b if isinstance(a, int) and isinstance(b, int) else statically_known_true(a == b)
 
 
+def same_shape(a, b):
+    """Whether shapes a and b (tuples of ints or symbolic sizes, or None) are provably one."""
+    return a is not None and b is not None and len(a) == len(b) and all(map(same_size, a, b))
+
+
 def shape_of(node):
     value = fake_value(node)
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None

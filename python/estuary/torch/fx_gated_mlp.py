@@ -8,7 +8,7 @@ one pass over the two projections instead of silu's and the product's two:
 import torch
 
 from . import ops  # noqa: F401  (defines torch.ops.estuary.*)
-from .fx_attention import fake_value, finish_rewrites, is_contiguous_value, replace_with_call, same_size, shape_of
+from .fx_attention import fake_value, finish_rewrites, is_contiguous_value, replace_with_call, same_shape, shape_of
 
 aten = torch.ops.aten
 
@@ -22,9 +22,7 @@ def _match(root):
                 and len(gated.users) == 1 and isinstance(b, torch.fx.Node)):
             continue
         a = gated.args[0]
-        shapes = [shape_of(n) for n in (a, b, root)]
-        if any(s is None or len(s) != len(shapes[0]) for s in shapes) or \
-                not all(same_size(x, y) for s in shapes[1:] for x, y in zip(shapes[0], s)):
+        if not same_shape(shape_of(a), shape_of(b)) or not same_shape(shape_of(a), shape_of(root)):
             continue
         if any(fake_value(n).dtype != torch.float32 for n in (a, b, root)) or not is_contiguous_value(root):
             continue

@@ -12,7 +12,7 @@ import operator
 import torch
 
 from . import ops  # noqa: F401  (defines torch.ops.estuary.*)
-from .fx_attention import finish_rewrites, fake_value, fresh_fake, is_contiguous_value, same_size, shape_of
+from .fx_attention import finish_rewrites, fake_value, fresh_fake, is_contiguous_value, same_shape, same_size, shape_of
 
 aten = torch.ops.aten
 
@@ -122,8 +122,8 @@ def _residual_sum(x, root, readers, position):
     if not _call(x, aten.add.Tensor) or len(x.args) != 2 or x.kwargs:
         return None
     a, b = x.args
-    if not all(isinstance(v, torch.fx.Node) for v in (a, b)) or shape_of(a) != shape_of(b) or \
-            shape_of(a) != shape_of(x):
+    if not all(isinstance(v, torch.fx.Node) for v in (a, b)) or not same_shape(shape_of(a), shape_of(b)) or \
+            not same_shape(shape_of(a), shape_of(x)):
         return None
     # Nodes an earlier fusion inserted have no position: taken as before the root.
     return (a, b) if all(position.get(user, -1) > position[root] for user in set(x.users) - readers) else None

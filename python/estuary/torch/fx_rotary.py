@@ -17,7 +17,8 @@ indexed by position, say), are read whole (the kernel's full_tables).
 import torch
 
 from . import ops  # noqa: F401  (defines torch.ops.estuary.*)
-from .fx_attention import contiguous, fake_value, finish_rewrites, fresh_fake, replace_with_call, same_size, shape_of
+from .fx_attention import (contiguous, fake_value, finish_rewrites, fresh_fake, replace_with_call, same_shape, same_size,
+                           shape_of)
 
 aten = torch.ops.aten
 _END = (1 << 63) - 1  # slice's "to the end"
@@ -92,16 +93,12 @@ def _is_scalar(value):
     return isinstance(fake, torch.Tensor) and fake.dim() == 0
 
 
-def _same_shape(a, b):
-    return a is not None and b is not None and len(a) == len(b) and all(map(same_size, a, b))
-
-
 def _fits_result(x, root):
     """x [B, H, S, D] f32 with a static head size, the sum of x's shape and dtype."""
     xs = shape_of(x)
     if any(fake_value(n).dtype != torch.float32 for n in (x, root)) or len(xs) != 4 or not isinstance(xs[3], int):
         return False
-    return _same_shape(shape_of(root), xs)
+    return same_shape(shape_of(root), xs)
 
 
 def _fits_angles(x, f):
@@ -137,7 +134,7 @@ def _whole_tables(x, cos, sin):
     """Whether cos and sin are tables the kernel can read whole for x [B, H, S, D]: f32, one
     shape, [S, D] or [B or 1, 1, S, D]."""
     xs, cs = shape_of(x), shape_of(cos)
-    if not cs or shape_of(sin) is None or len(shape_of(sin)) != len(cs) or not all(map(same_size, cs, shape_of(sin))):
+    if not cs or not same_shape(cs, shape_of(sin)):
         return False
     if any(fake_value(n).dtype != torch.float32 for n in (cos, sin)):
         return False

@@ -4,8 +4,8 @@ register_replacement's replace_fn may call.
 Called from PyTorch (FX mode, or eagerly), f32 CPU tensors outside autograd run Estuary's
 kernels (kernels.py: the GE backend's RMSNormalization, AddRMSNorm for the sum and its
 normalization in one pass, RotaryEmbedding, SwiGLU); other tensors run the PyTorch formulas
-below. In graph-engine
-mode the FX frontend translates the ops into Estuary's IR (op_table.cpp) like any other.
+below. In graph-engine mode the FX frontend translates the ops into Estuary's IR
+(op_table.cpp) like any other.
 
     torch.ops.estuary.rms_norm(x, gamma, eps) -> y
     torch.ops.estuary.add_rms_norm(x1, x2, gamma, eps) -> (y, x1 + x2)
@@ -22,12 +22,12 @@ callable one of them chooses for the node's fake values.
 import torch
 
 from . import kernels
-from .fx_attention import contiguous, same_size
+from .fx_attention import contiguous, same_shape, same_size
 
 
 def _same_shape(a, b):
-    """Whether a and b (tensors, or fake ones with symbolic sizes) provably have one shape."""
-    return a.dim() == b.dim() and all(map(same_size, a.shape, b.shape))
+    """Whether tensors a and b (or fake ones with symbolic sizes) provably have one shape."""
+    return same_shape(tuple(a.shape), tuple(b.shape))
 
 
 class _Fused:
