@@ -50,13 +50,18 @@ def first_call(fn, inputs):
     return time.perf_counter() - start
 
 
-def interleaved_latencies(fns, inputs, repeats):
+def interleaved_latencies(fns, inputs, repeats, seconds):
     """Median latency of each function, the calls alternating between them so that the
-    machine's slow and fast spells fall on all alike."""
+    machine's slow and fast spells fall on all alike: `repeats` calls each, or more, until
+    each function has run for about `seconds` (a sub-millisecond model's median over a
+    hundred calls moves by several percent from run to run on a shared machine)."""
     times = {name: [] for name in fns}
     order = list(fns)
     for name in order:
         fns[name](*inputs)  # warm
+    start = time.perf_counter()
+    fns[order[0]](*inputs)
+    repeats = max(repeats, int(seconds / max(time.perf_counter() - start, 1e-6)))
     for repeat in range(repeats):
         # Each backend's turn rotates, so that none always follows the same one (whose
         # threads may still be spinning down).
@@ -70,7 +75,9 @@ def interleaved_latencies(fns, inputs, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=20, help="alternating calls per backend")
+    parser.add_argument("--repeats", type=int, default=20, help="alternating calls per backend, at least")
+    parser.add_argument("--seconds", type=float, default=2.0,
+                        help="more calls, for models this fast, until each backend has run about this long")
     parser.add_argument("--skip-inductor", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -79,8 +86,8 @@ def main():
     if not args.skip_inductor:
         backends.append(("inductor", "inductor"))
     backends += [("estuary ge", et.backend(threads=args.threads)), ("estuary fx", et.backend(mode="fx"))]
-    print(f"torch {torch.__version__}, {args.threads} threads, {cpu_model()}, median of {args.repeats} "
-          "alternating calls\n")
+    print(f"torch {torch.__version__}, {args.threads} threads, {cpu_model()}, median of at least {args.repeats} "
+          f"alternating calls (or about {args.seconds:g} s of them per backend)\n")
     print("| model | " + " | ".join(f"{name} latency (ms)" for name, _ in backends)
           + " | " + " | ".join(f"{name} compile (s)" for name, _ in backends[1:])
           + " | ge vs eager | ge vs inductor | fx vs eager |")
@@ -94,7 +101,7 @@ def main():
                 fn = model if backend is None else torch.compile(copy.deepcopy(model), backend=backend)
                 firsts[name] = first_call(fn, inputs)
                 fns[name] = fn
-            latencies = interleaved_latencies(fns, inputs, args.repeats)
+            latencies = interleaved_latencies(fns, inputs, args.repeats, args.seconds)
         compiles = {name: max(firsts[name] - latencies[name], 0.0) for name in fns}
         for name in fns:
             print(f"  {title}: {name} {latencies[name] * 1e3:.2f} ms, compile {compiles[name]:.2f} s", file=sys.stderr)

@@ -281,6 +281,8 @@ class TorchOp {
     CompiledGraph& graph = builtFor(args);
     std::vector<py::object> held;  // contiguous copies live until the run is done
     std::vector<ge::HostTensor> inputs;
+    held.reserve(count);
+    inputs.reserve(count);
     const auto& infos = graph.model_->inputs();
     for (size_t i = 0; i < count; ++i) {
       py::object tensor = py::reinterpret_borrow<py::object>(args[i]);
@@ -313,22 +315,23 @@ class TorchOp {
 
  private:
   CompiledGraph& builtFor(const py::args& args) {
-    std::vector<double> key;
-    py::list values;
-    for (size_t i = input_dtypes_.size(); i < args.size(); ++i) {
-      py::handle arg = args[i];
-      py::object value = PyFloat_Check(arg.ptr()) || PyLong_Check(arg.ptr()) ? py::reinterpret_borrow<py::object>(arg)
-                                                                           : arg.attr(names_.item)();
-      key.push_back(value.cast<double>());
-      values.append(value);
-    }
-    for (const py::handle& value : fixed_) values.append(value);
-    auto found = built_.find(key);
+    key_.clear();  // a member, so that a call allocates nothing here
+    for (size_t i = input_dtypes_.size(); i < args.size(); ++i) key_.push_back(constantOf(args[i]).cast<double>());
+    auto found = built_.find(key_);
     if (found == built_.end()) {
+      py::list values;
+      for (size_t i = input_dtypes_.size(); i < args.size(); ++i) values.append(constantOf(args[i]));
+      for (const py::handle& value : fixed_) values.append(value);
       py::object graph = build_(values);
-      found = built_.emplace(key, std::make_pair(graph, &graph.cast<CompiledGraph&>())).first;
+      found = built_.emplace(key_, std::make_pair(graph, &graph.cast<CompiledGraph&>())).first;
     }
     return *found->second.second;
+  }
+
+  // A constant argument as a Python number: a 0-d tensor's item().
+  py::object constantOf(py::handle arg) const {
+    if (PyFloat_Check(arg.ptr()) || PyLong_Check(arg.ptr())) return py::reinterpret_borrow<py::object>(arg);
+    return arg.attr(names_.item)();
   }
 
   // The tensor attributes a call reads, as Python strings made once.
@@ -344,6 +347,7 @@ class TorchOp {
   Names names_;
   py::list fixed_;
   std::map<std::vector<double>, std::pair<py::object, CompiledGraph*>> built_;  // constants -> build
+  std::vector<double> key_;
 };
 
 }  // namespace

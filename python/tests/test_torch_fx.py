@@ -149,6 +149,81 @@ def test_lowering_binds_every_call(tmp_path):
     assert returned.count("estuary_rotary_embedding_heads_inner") == 2
     log = (tmp_path / "estuary" / "debug.log").read_text()
     assert "lowering: 5 Estuary op(s) (0 of them as PyTorch formulas" in log
+    assert "aten_view_default" not in returned and "aten_transpose_int" not in returned  # all reinterpreted
+
+
+def lowered(fn, *inputs):
+    """fn traced to an ATen graph with fake values (as AOT hands FX mode its graphs), lowered."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from estuary.torch.fx_lowering import lower_calls
+    gm = make_fx(fn, tracing_mode="fake")(*inputs)
+    return gm, lower_calls(gm)
+
+
+def test_lowering_makes_views_of_known_layout_by_reinterpreting_memory():
+    def fn(x, w):
+        y = torch.mm(x, w)               # a fresh contiguous result
+        q, k = y.split(4, dim=1)          # pieces of a view op with several results
+        written = y.view(2, 4, 8)
+        written.add_(1)                   # a write through a view: the view op stays
+        return q.t() * 2, k.unsqueeze(0) + 1, x.view(16, 2)[1:]  # x: an input, whose layout Dynamo guards
+    x, w = torch.randn(8, 4), torch.randn(4, 8)
+    gm, log = lowered(fn, x, w)
+    code = gm.code
+    assert "reinterpret_tensor" in code and "split" not in code
+    # The written view stays, and x's view and slice, which the graph returns.
+    assert code.count("aten_view_default(") == 2 and "aten_slice_Tensor(" in code, code
+    assert "4 view(s) made by reinterpreting" in log  # q, k, q.t(), k.unsqueeze(0)
+    for got, expected in zip(gm(x, w), fn(x, w)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_lowering_drops_copies_to_the_layout_a_tensor_has():
+    def copies(x, w):
+        y = torch.mm(x, w).t().t()        # contiguous, known to be
+        return y.clone(memory_format=torch.contiguous_format) * 2, torch.mm(x, w).t().contiguous() + 1
+
+    def written_copy(x, w):
+        y = torch.mm(x, w)
+        copy = y.clone(memory_format=torch.contiguous_format)
+        copy.add_(1)
+        return copy * y
+
+    def returned_copy(x, w):
+        y = torch.mm(x, w)
+        return y.clone(memory_format=torch.contiguous_format).view(4, 16), y
+    x, w = torch.randn(8, 4), torch.randn(4, 8)
+    gm, log = lowered(copies, x, w)
+    assert "1 copy(ies) to a layout the tensor had dropped" in log  # not the transposed one
+    for got, expected in zip(gm(x, w), copies(x, w)):
+        torch.testing.assert_close(got, expected)
+    gm, log = lowered(written_copy, x, w)
+    assert "0 copy(ies)" in log
+    torch.testing.assert_close(gm(x, w), written_copy(x, w))
+    gm, log = lowered(returned_copy, x, w)
+    assert "0 copy(ies)" in log  # what the graph returns must not alias
+    view, y = gm(x, w)
+    assert view.untyped_storage().data_ptr() != y.untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_max_pooling_runs_estuarys_kernel_unless_its_indices_are_read(tmp_path, ceil_mode):
+    class Pools(torch.nn.Module):
+        def forward(self, x):
+            pooled = torch.nn.functional.max_pool2d(x.relu(), 3, 2, 1, ceil_mode=ceil_mode)
+            values, indices = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+            return pooled, values, indices
+
+    compiled = torch.compile(Pools(), backend=et.backend(mode="fx", debug_dir=str(tmp_path)))
+    x = torch.randn(2, 8, 15, 17)
+    with_nan = x.clone()
+    with_nan[1, 3, 4, 5] = float("nan")  # PyTorch pools NaN to NaN
+    with torch.no_grad():
+        for inputs in (x, with_nan):
+            for got, expected in zip(compiled(inputs), Pools()(inputs)):
+                torch.testing.assert_close(got, expected, equal_nan=True)
+    assert "1 ATen op(s) run by Estuary's faster kernel" in (tmp_path / "estuary" / "debug.log").read_text()
+    assert returned_graph(tmp_path).count("aten_max_pool2d_with_indices_default(") == 1  # the one whose indices are returned
 
 
 def test_estuary_ops_run_estuarys_kernels_and_fall_back_to_pytorch():

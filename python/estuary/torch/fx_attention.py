@@ -18,6 +18,7 @@ dynamic=True, repeat_kv's copies):
 """
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
+from torch.multiprocessing.reductions import StorageWeakRef
 
 aten = torch.ops.aten
 _PASS_THROUGH = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
@@ -28,6 +29,12 @@ RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 
 def fake_value(node):
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def storage_of(node):
+    """The storage node's FX value lives in (views share their base's), or None."""
+    value = fake_value(node)
+    return StorageWeakRef(value.untyped_storage()) if isinstance(value, torch.Tensor) else None
 
 
 def finish_rewrites(gm):

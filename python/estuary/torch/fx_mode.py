@@ -18,10 +18,9 @@ from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.operator_schemas import normalize_function
 from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
 from torch.fx.passes.reinplace import _maybe_get_inplace_op, reinplace
-from torch.multiprocessing.reductions import StorageWeakRef
 
 from . import patterns
-from .fx_attention import fuse_attention, is_view
+from .fx_attention import fuse_attention, is_view, storage_of
 from .fx_gated_mlp import fuse_gated_mlps
 from .fx_lowering import lower_calls
 from .fx_matmul import fuse_matmuls
@@ -66,11 +65,6 @@ def pattern_fusion_pass(gm):
             f"kernels, {replaced} user replacement(s), {repeated} repeated computation(s) made once")
 
 
-def _storage(node):
-    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return StorageWeakRef(value.untyped_storage()) if isinstance(value, torch.Tensor) else None
-
-
 class _OutOfPlace:
     """A node's target while reinplacing, which torch's reinplace does not know and so leaves
     out of place; it calls the op itself."""
@@ -97,11 +91,11 @@ def _must_stay_out_of_place(node):
         return True
     if _maybe_get_inplace_op(node.target) is None:
         return False
-    written = _storage(node.args[0])
+    written = storage_of(node.args[0])
     if written is None:
         return True
     others = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
-    return any(storage is not None and storage == written for storage in map(_storage, others))
+    return any(storage is not None and storage == written for storage in map(storage_of, others))
 
 
 def inplace_pass(gm):

@@ -24,6 +24,8 @@ import torch
 from . import kernels
 from .fx_attention import contiguous, same_shape, same_size
 
+_REINTERPRET = torch._C._dynamo.guards._reinterpret_tensor
+
 
 def _same_shape(a, b):
     """Whether tensors a and b (or fake ones with symbolic sizes) provably have one shape."""
@@ -117,8 +119,12 @@ class _HeadsInner:
 
     def __call__(self, x, cos, sin):
         batch, heads, length, size = x.shape
-        y = self.flat(x.transpose(1, 2).view(batch, length, heads * size), cos, sin, heads)
-        return y.view(batch, length, heads, size).transpose(1, 2)
+        row = heads * size
+        if x.stride() != (length * row, size, row, 1):  # not laid out as the graph's values said
+            x = x.transpose(1, 2).contiguous().transpose(1, 2)
+        # Views made by reinterpreting memory: through the view ops, the four cost more than the kernel.
+        y = self.flat(_REINTERPRET(x, (batch, length, row), (length * row, row, 1), 0), cos, sin, heads)
+        return _REINTERPRET(y, (batch, heads, length, size), (length * row, size, row, 1), 0)
 
 
 _rotary_embedding = _RotaryEmbedding("estuary.rotary_embedding.default", 3,
