@@ -2,7 +2,8 @@
 """Greedy generate with a Llama-family model of about 100M parameters (transformers, random
 weights, batch 1): prefill and decode tokens per second with eager PyTorch, inductor and
 Estuary's two torch.compile modes, in one run. Each backend compiles model.forward with
-dynamic=True; one warm-up generate, then rounds of the backends in turn, medians.
+dynamic=True; one warm-up generate, then rounds of the backends in turn (the order rotating
+from round to round), medians.
 
     PYTHONPATH=build/python .venvs/torch/bin/python bench/torch_generate.py --threads 2
 
@@ -50,7 +51,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prompt", type=int, default=128, help="prompt tokens (default 128)")
     parser.add_argument("--new-tokens", type=int, default=32, help="generated tokens (default 32)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--skip-inductor", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -73,8 +74,11 @@ def main():
                 print(f"{name}: tokens differ from eager's", file=sys.stderr)
             models[name] = model
         prefill, decode = {n: [] for n in models}, {n: [] for n in models}
-        for _ in range(args.rounds):
-            for name, model in models.items():
+        order = list(models)
+        for round_number in range(args.rounds):
+            # Each engine's turn rotates, so that none always follows the same one.
+            for name in order[round_number % len(order):] + order[:round_number % len(order)]:
+                model = models[name]
                 first, _ = timed_generate(model, prompt, 1)
                 whole, _ = timed_generate(model, prompt, args.new_tokens)
                 prefill[name].append(args.prompt / first)
