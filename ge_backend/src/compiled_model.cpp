@@ -158,12 +158,12 @@ size_t CompiledModel::inputIndex(std::string_view name) const {
   }
   std::string names;
   for (const IoInfo& input : inputs_) names += (names.empty() ? "" : ", ") + input.name;
-  raise("the model has no input named '", name, "' (inputs: ", names, ")");
+  raiseAs<InputValueError>("the model has no input named '", name, "' (inputs: ", names, ")");
 }
 
 void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
   if (inputs.size() != inputs_.size()) {
-    raise("the model takes ", inputs_.size(), " inputs, ", inputs.size(), " were given");
+    raiseAs<InputValueError>("the model takes ", inputs_.size(), " inputs, ", inputs.size(), " were given");
   }
   // A symbol names one size across all inputs: the first input that has it fixes it.
   std::map<std::string, std::pair<int64_t, size_t>> symbols;  // symbol -> (size, input)
@@ -176,8 +176,13 @@ void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
       const Dim& dim = expected.type.shape[static_cast<size_t>(d)];
       matches = !dim.isStatic() || dim.value() == actual.dims[static_cast<size_t>(d)];
     }
+    if (actual.dtype != expected.type.dtype) {
+      raiseAs<InputTypeError>("input '", expected.name, "' (#", i, "): expected ", expected.type.str(), ", got ",
+                              actual.str());
+    }
     if (!matches) {
-      raise("input '", expected.name, "' (#", i, "): expected ", expected.type.str(), ", got ", actual.str());
+      raiseAs<InputValueError>("input '", expected.name, "' (#", i, "): expected ", expected.type.str(), ", got ",
+                               actual.str());
     }
     for (int d = 0; d < actual.rank; ++d) {
       const Dim& dim = expected.type.shape[static_cast<size_t>(d)];
@@ -185,14 +190,15 @@ void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
       const int64_t size = actual.dims[static_cast<size_t>(d)];
       auto range = options_.dim_ranges.find(dim.str());
       if (range != options_.dim_ranges.end() && (size < range->second.min || size > range->second.max)) {
-        raise("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ", size,
-              ", the model accepts ", range->second.min, "~", range->second.max, " (", expected.type.str(), ")");
+        raiseAs<InputValueError>("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ", size,
+                                 ", the model accepts ", range->second.min, "~", range->second.max, " (",
+                                 expected.type.str(), ")");
       }
       auto [it, first] = symbols.emplace(dim.str(), std::make_pair(size, i));
       if (!first && it->second.first != actual.dims[static_cast<size_t>(d)]) {
-        raise("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ",
-              actual.dims[static_cast<size_t>(d)], ", but input '", inputs_[it->second.second].name,
-              "' has ", dim.str(), " = ", it->second.first);
+        raiseAs<InputValueError>("input '", expected.name, "' (#", i, "): dim ", d, " '", dim.str(), "' is ",
+                                 actual.dims[static_cast<size_t>(d)], ", but input '", inputs_[it->second.second].name,
+                                 "' has ", dim.str(), " = ", it->second.first);
       }
     }
   }

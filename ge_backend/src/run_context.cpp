@@ -183,4 +183,35 @@ std::map<std::string, HostTensor> RunContext::runNamed(const std::map<std::strin
   return result;
 }
 
+RunContextPool::RunContextPool(std::shared_ptr<const CompiledModel> model) : model_(std::move(model)) {}
+
+RunContextPool::Lease RunContextPool::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_.empty()) {
+      std::unique_ptr<RunContext> context = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(context));
+    }
+    ++created_;
+    idle_.reserve(created_);  // so that giving a context back never allocates
+  }
+  return Lease(this, model_->createContext());  // made outside the lock: it allocates
+}
+
+RunContextPool::Lease::~Lease() {
+  if (!context_) return;  // moved from
+  std::lock_guard<std::mutex> lock(pool_->mutex_);
+  pool_->idle_.push_back(std::move(context_));
+}
+
+void RunContextPool::run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) {
+  acquire()->run(inputs, outputs);
+}
+
+size_t RunContextPool::contexts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return created_;
+}
+
 }  // namespace estuary::ge

@@ -39,11 +39,12 @@ py::dict ioInfo(const ge::IoInfo& info) {
   return entry;
 }
 
-// A compiled model with one run context per Python object: Python callers that want several
-// threads create several Model objects over one file, or share through C++.
+// A compiled model that any number of Python threads may run at once: run() releases the GIL
+// and computes on a run context of its own, lent by the pool.
 class Model {
  public:
-  Model(std::shared_ptr<ge::CompiledModel> model) : model_(std::move(model)), context_(model_->createContext()) {}
+  Model(std::shared_ptr<ge::CompiledModel> model)
+      : model_(std::move(model)), contexts_(std::make_unique<ge::RunContextPool>(model_)) {}
 
   py::list run(const py::object& feeds) {
     const auto& inputs = model_->inputs();
@@ -57,30 +58,39 @@ class Model {
         given[index] = true;
       }
       for (size_t i = 0; i < inputs.size(); ++i) {
-        if (!given[i]) raise("input '", inputs[i].name, "' was not given");
+        if (!given[i]) raiseAs<InputValueError>("input '", inputs[i].name, "' was not given");
       }
     } else {
       py::sequence sequence = feeds.cast<py::sequence>();
-      if (sequence.size() != inputs.size()) raise("the model takes ", inputs.size(), " inputs, ", sequence.size(), " were given");
+      if (sequence.size() != inputs.size()) {
+        raiseAs<InputValueError>("the model takes ", inputs.size(), " inputs, ", sequence.size(), " were given");
+      }
       for (size_t i = 0; i < inputs.size(); ++i) arrays[i] = py::array::ensure(sequence[i]);
     }
     std::vector<ge::HostTensor> tensors(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       DType want = inputs[i].type.dtype;
-      if (!arrays[i]) raise("input '", inputs[i].name, "' is not convertible to an array");
+      if (!arrays[i]) raiseAs<InputTypeError>("input '", inputs[i].name, "' is not convertible to an array");
       if (!arrays[i].dtype().is(numpyDtype(want))) {
-        raise("input '", inputs[i].name, "': expected dtype ", dtypeName(want), ", got ",
-              py::str(arrays[i].dtype()).cast<std::string>());
+        raiseAs<InputTypeError>("input '", inputs[i].name, "': expected dtype ", dtypeName(want), ", got ",
+                                py::str(arrays[i].dtype()).cast<std::string>());
       }
       // Contiguous arrays are used in place; others are copied once into C order.
       if (!(arrays[i].flags() & py::array::c_style)) arrays[i] = py::array::ensure(arrays[i], py::array::c_style);
       std::vector<int64_t> dims(arrays[i].shape(), arrays[i].shape() + arrays[i].ndim());
-      tensors[i] = ge::HostTensor::of(ge::TensorDesc::of(want, dims), arrays[i].mutable_data());
+      // Only a mutable input (a state the graph updates in place) is written: a read-only
+      // array (np.broadcast_to, a read-only memory map) serves any other.
+      if (inputs[i].is_mutable && !arrays[i].writeable()) {
+        raiseAs<InputValueError>("input '", inputs[i].name,
+                                 "' is updated in place by the model, but the array given is read-only");
+      }
+      tensors[i] = ge::HostTensor::of(ge::TensorDesc::of(want, dims), const_cast<void*>(arrays[i].data()));
     }
+    ge::RunContextPool::Lease context = contexts_->acquire();
     std::vector<ge::TensorDesc> descs;
     {
       py::gil_scoped_release release;
-      descs = context_->outputDescs(tensors);
+      descs = context->outputDescs(tensors);
     }
     py::list results;
     std::vector<ge::HostTensor> outputs;
@@ -91,11 +101,11 @@ class Model {
     }
     {
       py::gil_scoped_release release;
-      context_->run(tensors, outputs);
+      context->run(tensors, outputs);
     }
     // An output of data-dependent length (NonZero) was allocated at its upper bound; its
     // values sit compactly at the start, so the result is a view of that prefix.
-    const std::vector<ge::TensorDesc>& produced = context_->producedOutputDescs();
+    const std::vector<ge::TensorDesc>& produced = context->producedOutputDescs();
     for (size_t k = 0; k < descs.size(); ++k) {
       if (produced[k] == descs[k]) continue;
       py::array flat = results[k].cast<py::array>().attr("reshape")(-1);
@@ -118,7 +128,7 @@ class Model {
 
  private:
   std::shared_ptr<ge::CompiledModel> model_;
-  std::unique_ptr<ge::RunContext> context_;
+  std::unique_ptr<ge::RunContextPool> contexts_;
 };
 
 // Where the shipped pipelines (configs/*.yaml) are; set by the package's __init__.py.
@@ -193,12 +203,32 @@ bool hasExtension(const std::string& path, std::string_view extension) {
   return path.size() > extension.size() && path.compare(path.size() - extension.size(), extension.size(), extension) == 0;
 }
 
+// An exception class deriving from both EstuaryError and a Python built-in, raised for the
+// C++ ErrorType.
+template <typename ErrorType>
+void registerInputError(py::module_& m, const char* name, const py::object& estuary_error, PyObject* builtin) {
+  py::object type = py::reinterpret_steal<py::object>(PyErr_NewException(
+      (std::string("estuary._estuary.") + name).c_str(),
+      py::make_tuple(estuary_error, py::reinterpret_borrow<py::object>(builtin)).release().ptr(), nullptr));
+  if (!type) throw py::error_already_set();
+  m.attr(name) = type;
+  static PyObject* const raised_type = type.release().ptr();  // lives as long as the module
+  py::register_exception_translator([](std::exception_ptr raised) {
+    try {
+      if (raised) std::rethrow_exception(raised);
+    } catch (const ErrorType& error) {
+      PyErr_SetString(raised_type, error.what());
+    }
+  });
+}
+
 }  // namespace
 }  // namespace estuary::python
 
 PYBIND11_MODULE(_estuary, m) {
   using namespace estuary;
   using estuary::python::Model;
+  using estuary::python::registerInputError;
   m.doc() = "Estuary: one graph IR, YAML pass pipelines, and a graph-engine backend for the CPU.";
   auto estuary_error = py::register_exception<Error>(m, "EstuaryError", PyExc_RuntimeError);
   // Any other C++ exception (a bug: an index out of range) is an EstuaryError too, saying it
@@ -219,6 +249,10 @@ PYBIND11_MODULE(_estuary, m) {
   });
   // Registered after its base, so that its translator is tried first.
   py::register_exception<UnsupportedOpsError>(m, "UnsupportedOpsError", estuary_error.ptr());
+  // Input errors are EstuaryErrors and what Python callers expect: TypeError for a wrong
+  // dtype or kind, ValueError for a wrong shape, size or name.
+  registerInputError<InputTypeError>(m, "InputTypeError", estuary_error, PyExc_TypeError);
+  registerInputError<InputValueError>(m, "InputValueError", estuary_error, PyExc_ValueError);
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A graph in Estuary's core IR.")
       .def_static("parse", [](const std::string& text) { return std::shared_ptr<Graph>(parseGraph(text)); },

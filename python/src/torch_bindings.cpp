@@ -196,7 +196,7 @@ class CompiledGraph {
     options.num_threads = threads;
     py::gil_scoped_release release;
     model_ = ge::CompiledModel::build(graph, options);
-    context_ = model_->createContext();
+    contexts_ = std::make_unique<ge::RunContextPool>(model_);
   }
 
   // (dtype, shape) of each output for these inputs: their shapes, and their values where
@@ -207,7 +207,7 @@ class CompiledGraph {
     std::vector<ge::TensorDesc> descs;
     {
       py::gil_scoped_release release;
-      descs = context_->outputDescs(inputs);
+      descs = contexts_->acquire()->outputDescs(inputs);
     }
     std::vector<std::pair<std::string, std::vector<int64_t>>> specs;
     for (const ge::TensorDesc& desc : descs) specs.emplace_back(std::string(dtypeName(desc.dtype)), desc.dimVector());
@@ -227,7 +227,7 @@ class CompiledGraph {
                                            reinterpret_cast<void*>(output_addresses[i])));
     }
     py::gil_scoped_release release;
-    context_->run(inputs, outputs);
+    contexts_->run(inputs, outputs);
   }
 
   // What the most recent plan runs: its op histogram (fused ops included) and the fusions
@@ -255,7 +255,7 @@ class CompiledGraph {
   }
 
   std::shared_ptr<ge::CompiledModel> model_;
-  std::unique_ptr<ge::RunContext> context_;
+  std::unique_ptr<ge::RunContextPool> contexts_;  // PyTorch may run a compiled module from several threads
 
   friend class TorchOp;
 };
@@ -266,8 +266,9 @@ class CompiledGraph {
 // more inside a large graph, where the interpreter's code is no longer in the caches).
 // Arguments after the tensors are constants of the build (an RMSNorm's eps), given as numbers
 // or 0-d tensors (a model's Python float with dynamic=True), then the op's `fixed` ones; each
-// new set of values is built once by `build(values) -> CompiledGraph`. The GIL is held throughout: the ops are single
-// kernels on activations, and the GIL serializes the one run context of each build.
+// new set of values is built once by `build(values) -> CompiledGraph`. The GIL is held
+// throughout (the ops are single kernels on activations, shorter than a GIL hand-over), which
+// also guards the op's own state; each run leases a context of the build's pool.
 class TorchOp {
  public:
   TorchOp(py::function build, std::vector<py::object> input_dtypes, std::vector<py::object> output_dtypes,
@@ -298,7 +299,8 @@ class TorchOp {
       inputs.push_back(ge::HostTensor::of(ge::TensorDesc::of(infos[i].type.dtype, dims), data));
       held.push_back(std::move(tensor));
     }
-    std::vector<ge::TensorDesc> descs = graph.context_->outputDescs(inputs);
+    ge::RunContextPool::Lease context = graph.contexts_->acquire();
+    std::vector<ge::TensorDesc> descs = context->outputDescs(inputs);
     py::tuple results(descs.size());
     std::vector<ge::HostTensor> outputs;
     for (size_t k = 0; k < descs.size(); ++k) {
@@ -309,7 +311,7 @@ class TorchOp {
       outputs.push_back(ge::HostTensor::of(descs[k], PyLong_AsVoidPtr(result.attr(names_.data_ptr)().ptr())));
       results[k] = std::move(result);
     }
-    graph.context_->run(inputs, outputs);
+    context->run(inputs, outputs);
     return descs.size() == 1 ? results[0] : py::object(results);
   }
 

@@ -40,14 +40,75 @@ def test_list_inputs_and_non_contiguous_arrays():
     np.testing.assert_allclose(y, (x + b) ** 2 - b)
 
 
-def test_errors_name_the_input():
+def test_errors_name_the_input_and_have_the_types_python_callers_expect():
     model = estuary.Model(estuary.Graph.parse(BROADCAST_CHAIN))
-    with pytest.raises(estuary.EstuaryError, match="input 'x'.*expected dtype f32"):
-        model.run({"x": np.ones((2, 3), np.float64), "b": np.ones(3, np.float32)})
-    with pytest.raises(estuary.EstuaryError, match="input 'b' was not given"):
+    b = np.ones(3, np.float32)
+    # A wrong dtype or kind is a TypeError, a wrong shape, name or count a ValueError; all are
+    # EstuaryErrors.
+    with pytest.raises(TypeError, match="input 'x'.*expected dtype f32") as raised:
+        model.run({"x": np.ones((2, 3), np.float64), "b": b})
+    assert isinstance(raised.value, estuary.EstuaryError) and isinstance(raised.value, estuary.InputTypeError)
+    with pytest.raises(TypeError, match="input 'x': expected dtype f32, got object"):
+        model.run({"x": object(), "b": b})
+    with pytest.raises(ValueError, match="input 'b' was not given") as raised:
         model.run({"x": np.ones((2, 3), np.float32)})
-    with pytest.raises(estuary.EstuaryError, match=r"input 'x' \(#0\): expected f32\[batch,3\], got f32\[2,4\]"):
-        model.run({"x": np.ones((2, 4), np.float32), "b": np.ones(3, np.float32)})
+    assert isinstance(raised.value, estuary.EstuaryError) and isinstance(raised.value, estuary.InputValueError)
+    with pytest.raises(ValueError, match=r"input 'x' \(#0\): expected f32\[batch,3\], got f32\[2,4\]"):
+        model.run({"x": np.ones((2, 4), np.float32), "b": b})
+    with pytest.raises(ValueError, match="the model has no input named 'y' \\(inputs: x, b\\)"):
+        model.run({"y": np.ones((2, 3), np.float32), "b": b})
+    with pytest.raises(ValueError, match="the model takes 2 inputs, 1 were given"):
+        model.run([b])
+    with pytest.raises(ValueError, match=r"input 'b' \(#1\): expected f32\[3\], got f32\[4\]"):
+        model.run({"x": np.ones((2, 3), np.float32), "b": np.ones(4, np.float32)})
+
+
+def test_read_only_inputs_are_read_in_place(tmp_path):
+    model = estuary.Model(estuary.Graph.parse(BROADCAST_CHAIN))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x.flags.writeable = False
+    np.save(tmp_path / "b.npy", np.full(3, 0.5, np.float32))
+    b = np.load(tmp_path / "b.npy", mmap_mode="r")  # a read-only memory map
+    broadcast = np.broadcast_to(np.float32(2), (2, 3))  # read-only, strides of 0: copied, then read
+    for inputs in ({"x": x, "b": b}, {"x": broadcast, "b": b}):
+        (y,) = model.run(inputs)
+        np.testing.assert_allclose(y, (inputs["x"] + 0.5) ** 2 - 0.5)
+
+
+def test_a_read_only_array_for_an_input_updated_in_place_is_refused():
+    model = estuary.Model(estuary.Graph.parse("""graph @g(%x: f32[2], %state: f32[2] mutable) {
+  %s = Add(%state, %x) : f32[2]
+  return %s
+  update %state = %s
+}
+"""))
+    state = np.zeros(2, np.float32)
+    state.flags.writeable = False
+    with pytest.raises(ValueError, match="input 'state' is updated in place by the model, but the array given is read-only"):
+        model.run({"x": np.ones(2, np.float32), "state": state})
+
+
+def test_one_model_runs_from_eight_threads_with_mixed_shapes():
+    """What a web server's thread pool does: every result is the one its own inputs give
+    (one Model used to hold one run context, and threads read each other's outputs)."""
+    import concurrent.futures
+    model = estuary.Model(estuary.Graph.parse("""graph @g(%x: f32[rows,32], %w: f32[32,32]) {
+  %m = MatMul(%x, %w) : f32[rows,32]
+  %s = Softmax(%m) : f32[rows,32]
+  return %s
+}
+"""))
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((32, 32)).astype(np.float32)
+    cases = [rng.standard_normal((rows, 32)).astype(np.float32) for rows in (1, 3, 7, 16, 33) * 40]
+    expected = [model.run({"x": x, "w": w})[0] for x in cases]  # one at a time
+
+    def run(k):
+        return model.run({"x": cases[k], "w": w})[0]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, range(len(cases))))
+    for got, want in zip(results, expected):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_nonzero_output_has_the_length_of_each_run():

@@ -202,6 +202,28 @@ TEST_F(OnnxReaderTest, ExternalDataPastTheFileEndIsRefused) {
   EXPECT_NE(loadError(path).find("not a path inside the model's directory"), std::string::npos);
 }
 
+TEST_F(OnnxReaderTest, ExternalDataThroughASymbolicLinkMustStayInTheModelsDirectory) {
+  // A link inside the model's directory to a file outside it: the file's bytes would become
+  // a weight (and a model's outputs could leak /etc/passwd).
+  std::filesystem::create_directories(dir_ / "model");
+  std::filesystem::create_directories(dir_ / "elsewhere");
+  write("elsewhere/secret.bin", floatBytes({1, 2, 3, 4}));
+  std::filesystem::create_symlink(dir_ / "elsewhere" / "secret.bin", dir_ / "model" / "weights.bin");
+  std::string path = write("model/m.onnx", identityOf(externalTensor("weights.bin", 0, 16, 4)));
+  std::string real = std::filesystem::canonical(dir_ / "elsewhere" / "secret.bin").string();
+  EXPECT_EQ(loadError(path), path + ": the external data of initializer 'w' is at 'weights.bin', which resolves to '" +
+                                 real + "', outside the model's directory '" +
+                                 std::filesystem::canonical(dir_ / "model").string() + "' (through a symbolic link)");
+  // A link that stays inside (a shard kept under another name) is followed.
+  std::filesystem::create_directories(dir_ / "model" / "data");
+  write("model/data/shard0.bin", floatBytes({5, 6, 7, 8}));
+  std::filesystem::create_symlink("data/shard0.bin", dir_ / "model" / "inside.bin");
+  std::unique_ptr<Graph> graph =
+      OnnxModel(write("model/m2.onnx", identityOf(externalTensor("inside.bin", 0, 16, 4)))).toGraph();
+  const Tensor& tensor = constantValue(*graph, "w");
+  EXPECT_EQ(std::vector<float>(tensor.data<float>(), tensor.data<float>() + 4), (std::vector<float>{5, 6, 7, 8}));
+}
+
 TEST_F(OnnxReaderTest, ExternalDataBeyondFourGigabytesIsRead) {
   // A sparse file of 5 GiB with the tensor past 4 GiB: offsets and sizes are 64-bit.
   const uint64_t offset = (uint64_t{4} << 30) + 4096;

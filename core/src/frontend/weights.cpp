@@ -1,6 +1,8 @@
 #include "estuary/frontend/weights.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 
 #include "estuary/support/error.h"
 
@@ -62,7 +64,20 @@ const MappedFile& WeightSource::fileBeside(const std::string& location, const st
   if (leaves) {
     raise(model_, ": ", what, " is at '", location, "', which is not a path inside the model's directory");
   }
-  return file(directory_.empty() ? location : directory_ + "/" + location, what);
+  std::string path = directory_.empty() ? location : directory_ + "/" + location;
+  // The words of the path stay inside; a symbolic link on the way may not. Compare real paths
+  // (a file that does not exist is reported by file(), with its name).
+  std::error_code missing;
+  std::filesystem::path real = std::filesystem::canonical(path, missing);
+  if (!missing) {
+    std::filesystem::path folder = std::filesystem::canonical(directory_.empty() ? "." : directory_);
+    auto [folder_end, real_at] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
+    if (folder_end != folder.end()) {
+      raise(model_, ": ", what, " is at '", location, "', which resolves to '", real.string(),
+            "', outside the model's directory '", folder.string(), "' (through a symbolic link)");
+    }
+  }
+  return file(path, what);
 }
 
 }  // namespace estuary

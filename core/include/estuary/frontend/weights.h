@@ -33,7 +33,8 @@ class WeightSource {
 
   // A file beside the model, `location` relative to its directory, mapped once. Locations
   // leaving the directory (absolute, or through "..") are refused, as ONNX's external data
-  // rules require: a model file must not make Estuary read arbitrary files.
+  // rules require: a model file must not make Estuary read arbitrary files. So is one whose
+  // real path (symbolic links followed) lies outside the directory's.
   const MappedFile& fileBeside(const std::string& location, const std::string& what);
   // A file the user named (a --weights path), mapped once.
   const MappedFile& file(const std::string& path, const std::string& what);

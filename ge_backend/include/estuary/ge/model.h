@@ -1,10 +1,13 @@
 #pragma once
 // The GE backend's public API: build a core-IR graph into a compiled model, save it as an
-// offline model or load one, and run it from as many threads as there are run contexts.
+// offline model or load one, and run it from any number of threads at once.
 //
 //   auto model = ge::CompiledModel::build(graph);           // or ge::CompiledModel::load(path)
 //   auto context = model->createContext();                  // one per thread
 //   context->run(inputs, outputs);                          // many times; allocates nothing
+//
+//   ge::RunContextPool contexts(model);                      // or: one pool for all threads,
+//   contexts.run(inputs, outputs);                           // each run on a context of its own
 //
 // Inputs with symbolic dims run at any concrete size: the first run with a new shape
 // signature builds a plan for it (kernels, memory plan), later runs reuse it.
@@ -145,7 +148,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
 };
 
 // One thread's handle on a compiled model: its arena, kernel states and device state.
-// Not thread-safe itself; create one per thread.
+// Not thread-safe itself: create one per thread, or lend them out with a RunContextPool.
 class RunContext {
  public:
   ~RunContext();
@@ -192,6 +195,46 @@ class RunContext {
   std::vector<TensorDesc> produced_descs_;
   bool profiling_ = false;
   std::vector<void*> output_pointers_;
+};
+
+// Run contexts lent out one run at a time, so that one compiled model serves any number of
+// threads at once, as an ONNX Runtime session's Run does: each run has a context (arena,
+// kernel states) of its own, and no lock is held while it computes, only while a context is
+// taken or given back. The pool keeps as many contexts as runs were ever in flight at once.
+class RunContextPool {
+ public:
+  explicit RunContextPool(std::shared_ptr<const CompiledModel> model);
+  RunContextPool(const RunContextPool&) = delete;
+  RunContextPool& operator=(const RunContextPool&) = delete;
+
+  // A context lent to one caller, given back to the pool when the lease ends. Several calls
+  // on one lease (outputDescs, then run, then producedOutputDescs) see the same context.
+  class Lease {
+   public:
+    Lease(Lease&& other) noexcept = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    RunContext* operator->() const { return context_.get(); }
+    RunContext& operator*() const { return *context_; }
+
+   private:
+    friend class RunContextPool;
+    Lease(RunContextPool* pool, std::unique_ptr<RunContext> context) : pool_(pool), context_(std::move(context)) {}
+    RunContextPool* pool_;
+    std::unique_ptr<RunContext> context_;
+  };
+
+  Lease acquire();
+  // RunContext::run on a context of the pool.
+  void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs);
+  const CompiledModel& model() const { return *model_; }
+  size_t contexts() const;  // made so far: the most runs that were in flight at once
+
+ private:
+  std::shared_ptr<const CompiledModel> model_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<RunContext>> idle_;
+  size_t created_ = 0;
 };
 
 }  // namespace estuary::ge
