@@ -1,15 +1,16 @@
 // estuary convert: a framework's model in, offline model (.eom) out, as Ascend's ATC does:
 // frontend -> input shapes -> pass pipeline -> GE build -> save.
 #include <chrono>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "arguments.h"
 #include "commands.h"
 #include "estuary/frontend/frontend.h"
 #include "estuary/ge/offline_model.h"
 #include "estuary/ir/verifier.h"
+#include "estuary/support/atomic_file.h"
 #include "estuary/support/error.h"
 #include "estuary/text/printer.h"
 #include "graph_json.h"
@@ -263,18 +264,17 @@ int runConvert(const std::vector<std::string>& argv) {
 
   if (mode == Mode::Text || mode == Mode::Json) {
     progress.finish();
-    std::ofstream file;
-    if (output) {
-      file.open(*output);
-      if (!file) raise(*output, ": cannot write");
-    }
-    std::ostream& out = output ? file : std::cout;
+    std::ostringstream text;
     if (mode == Mode::Text) {
-      out << printGraph(*graph, {4096});
+      text << printGraph(*graph, {4096});
     } else {
-      writeGraphJson(out, *graph);
+      writeGraphJson(text, *graph);
     }
-    if (output && !file) raise(*output, ": write failed");
+    if (output) {
+      writeFileAtomically(*output, text.str());
+    } else {
+      std::cout << text.str();
+    }
     return 0;
   }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "estuary/support/atomic_file.h"
 #include "estuary/support/error.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "array bytes are handled as little-endian");
@@ -211,13 +212,7 @@ std::string readFile(const std::string& path) {
   return bytes.str();
 }
 
-void writeFile(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) raise(path, ": cannot open for writing: ", std::strerror(errno));
-  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  file.close();
-  if (!file) raise(path, ": cannot write: ", std::strerror(errno));
-}
+void writeFile(const std::string& path, const std::string& bytes) { writeFileAtomically(path, bytes); }
 
 // --- .npz (zip) --------------------------------------------------------------------------
 

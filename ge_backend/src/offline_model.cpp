@@ -1,6 +1,7 @@
 // CompiledModel::save / CompiledModel::load: the offline model file described in
 // estuary/ge/offline_model.h.
 #include "estuary/ge/offline_model.h"
+#include "estuary/support/atomic_file.h"
 #include "estuary/support/mapped_file.h"
 
 #include <unistd.h>
@@ -232,44 +233,11 @@ std::vector<WeightEntry> extractWeights(Graph& graph, uint64_t& weights_size) {
   return entries;
 }
 
-// Written under a temporary name and renamed into place, so that saving over the file a
-// model was loaded from leaves that model's mapping intact.
-class OutputFile {
- public:
-  explicit OutputFile(const std::string& path)
-      : path_(path), temporary_(path + ".tmp" + std::to_string(::getpid())),
-        file_(std::fopen(temporary_.c_str(), "wb")) {
-    if (!file_) raise(path_, ": cannot open for writing: ", std::strerror(errno));
-  }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-  ~OutputFile() {
-    if (file_) std::fclose(file_);
-    if (!committed_) std::remove(temporary_.c_str());
-  }
-  void write(const void* data, size_t size) {
-    if (size && std::fwrite(data, 1, size, file_) != size) raise(path_, ": cannot write: ", std::strerror(errno));
-    position_ += size;
-  }
-  void padTo(uint64_t offset) {
-    static const char kZeros[kAlignment] = {};
-    while (position_ < offset) write(kZeros, std::min<uint64_t>(kAlignment, offset - position_));
-  }
-  void commit() {
-    FILE* file = file_;
-    file_ = nullptr;
-    if (std::fclose(file) != 0) raise(path_, ": cannot write: ", std::strerror(errno));
-    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) raise(path_, ": cannot replace: ", std::strerror(errno));
-    committed_ = true;
-  }
-
- private:
-  std::string path_;
-  std::string temporary_;
-  FILE* file_;
-  uint64_t position_ = 0;
-  bool committed_ = false;
-};
+// Zeros up to `offset` (the next section's or weight's alignment).
+void padTo(AtomicFile& file, uint64_t offset) {
+  static const char kZeros[kAlignment] = {};
+  while (file.position() < offset) file.write(kZeros, std::min<uint64_t>(kAlignment, offset - file.position()));
+}
 
 // --- Reading -----------------------------------------------------------------------------
 
@@ -537,17 +505,18 @@ void CompiledModel::save(const std::string& path) const {
     std::memcpy(header + kSectionsAt + 16 * s + 8, &sizes[s], 8);
   }
 
-  OutputFile file(path);
+  // Saving over the file a model was loaded from leaves that model's mapping intact.
+  AtomicFile file(path);
   file.write(header, sizeof header);
   for (Section s : kMetadataSections) file.write(contents[s].data(), contents[s].size());
   uint64_t written_end = 0;  // weights already written (shared buffers appear once)
   for (const WeightEntry& entry : weights) {
     if (entry.offset + entry.tensor.byteSize() <= written_end) continue;
-    file.padTo(offsets[kWeights] + entry.offset);
+    padTo(file, offsets[kWeights] + entry.offset);
     file.write(entry.tensor.data(), entry.tensor.byteSize());
     written_end = entry.offset + entry.tensor.byteSize();
   }
-  file.padTo(file_size);
+  padTo(file, file_size);
   file.commit();
 }
 

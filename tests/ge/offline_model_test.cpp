@@ -11,6 +11,7 @@
 #include "estuary/ge/model.h"
 #include "estuary/ge/offline_model.h"
 #include "estuary/text/parser.h"
+#include "file_size_limit.h"
 
 namespace estuary::ge {
 namespace {
@@ -148,6 +149,28 @@ TEST_F(OfflineModel, RoundTripRunsToIdenticalOutputs) {
 }
 
 // Version 1 had no plugins section: its header slot (bytes 192..207) is zero.
+// A save that fails part-way (a full disk) leaves the good model at the path as it was, and
+// no temporary file beside it.
+TEST_F(OfflineModel, AFailedSaveLeavesTheOldFileWhole) {
+  std::string file = savedModel();
+  std::string good = readBytes(file);
+  auto bigger = parseGraph(weightedGraphText());
+  std::shared_ptr<CompiledModel> model = CompiledModel::build(*bigger);
+  std::string message;
+  {
+    estuary::testing::FileSizeLimit limit(1024);  // the header fits, the weights do not
+    try {
+      model->save(file);
+    } catch (const Error& error) {
+      message = error.what();
+    }
+  }
+  EXPECT_EQ(message, file + ": cannot write: " + std::strerror(EFBIG));
+  EXPECT_EQ(readBytes(file), good);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);  // model.eom alone
+  CompiledModel::load(file);
+}
+
 TEST_F(OfflineModel, VersionOneFilesWithoutAPluginsSectionLoad) {
   std::string file = savedModel();
   std::string bytes = readBytes(file);

@@ -14,6 +14,7 @@
 #include "estuary/support/error.h"
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
+#include "file_size_limit.h"
 
 namespace estuary {
 namespace {
@@ -167,6 +168,39 @@ TEST(Serialize, LargeTensorsGoToAnAlignedSideFileAndLoadWithoutCopies) {
   std::remove(path.c_str());
   std::remove((path + ".weights").c_str());
   EXPECT_EQ(weight.data<float>()[999], 999 * 0.25f);
+}
+
+// Saves that fail part-way (a full disk) leave what was at the path, the graph and its side
+// file alike, and no temporary file.
+TEST(Serialize, AFailedSaveLeavesTheOldFilesWhole) {
+  auto graph = graphWithWeights();
+  const std::string path = tempPath("full_disk.estb"), text_path = tempPath("full_disk.est");
+  saveGraph(*graph, path);
+  printGraphToFile(*graph, text_path);
+  const std::string graph_bytes = readFile(path), side_bytes = readFile(path + ".weights");
+  const std::string text = readFile(text_path);
+  std::string binary_error, text_error;
+  {
+    estuary::testing::FileSizeLimit limit(1000);  // less than the side file's 4 KB weight, and the text
+    try {
+      saveGraph(*graph, path);
+    } catch (const Error& error) {
+      binary_error = error.what();
+    }
+    try {
+      printGraphToFile(*graph, text_path);
+    } catch (const Error& error) {
+      text_error = error.what();
+    }
+  }
+  EXPECT_EQ(binary_error, path + ".weights: cannot write: " + std::strerror(EFBIG));
+  EXPECT_EQ(text_error, text_path + ": cannot write: " + std::strerror(EFBIG));
+  EXPECT_EQ(readFile(path), graph_bytes);
+  EXPECT_EQ(readFile(path + ".weights"), side_bytes);
+  EXPECT_EQ(readFile(text_path), text);
+  const std::string pid = std::to_string(::getpid());
+  EXPECT_FALSE(exists(path + ".tmp" + pid) || exists(path + ".weights.tmp" + pid) || exists(text_path + ".tmp" + pid));
+  for (const std::string& file : {path, path + ".weights", text_path}) std::remove(file.c_str());
 }
 
 TEST(Serialize, SavingOverTheLoadedFileKeepsItsTensorsValid) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "estuary/ir.pb.h"
+#include "estuary/support/atomic_file.h"
 #include "estuary/support/error.h"
 #include "text/flat_map.h"
 
@@ -300,46 +301,7 @@ size_t checkedPayloadSize(const pb::Model& model, const std::string& what) {
   return size;
 }
 
-// A file written under a temporary name and renamed into place by commit(). Saving over
-// the file a graph was loaded from is safe: its tensors still map the old file, which
-// stays intact until they are gone.
-class OutputFile {
- public:
-  explicit OutputFile(const std::string& path)
-      : path_(path), temporary_(path + ".tmp" + std::to_string(::getpid())),
-        file_(std::fopen(temporary_.c_str(), "wb")) {
-    if (!file_) raise(path_, ": cannot open for writing: ", std::strerror(errno));
-  }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-  ~OutputFile() {
-    if (file_) std::fclose(file_);
-    if (!committed_) std::remove(temporary_.c_str());
-  }
-  void write(const void* data, size_t size) {
-    if (size && std::fwrite(data, 1, size, file_) != size) raise(path_, ": cannot write: ", std::strerror(errno));
-  }
-  void close() {
-    FILE* file = file_;
-    file_ = nullptr;
-    if (std::fclose(file) != 0) raise(path_, ": cannot write: ", std::strerror(errno));
-  }
-  void commit() {
-    if (file_) close();
-    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
-      raise(path_, ": cannot replace: ", std::strerror(errno));
-    }
-    committed_ = true;
-  }
-
- private:
-  std::string path_;
-  std::string temporary_;
-  FILE* file_;
-  bool committed_ = false;
-};
-
-void writeSideFile(OutputFile& file, const Writer& writer) {
+void writeSideFile(AtomicFile& file, const Writer& writer) {
   char head[kSideHeaderSize] = {};
   std::memcpy(head, kSideMagic, 8);
   putU32(head + 8, kGraphFormatVersion);
@@ -352,7 +314,7 @@ void writeSideFile(OutputFile& file, const Writer& writer) {
     file.write(external.tensor->data(), external.tensor->byteSize());
     position = external.offset + external.tensor->byteSize();
   }
-  file.close();
+  file.finish();
 }
 
 // --- Reading ---------------------------------------------------------------------------
@@ -717,7 +679,7 @@ void saveGraph(const Graph& graph, const std::string& path, const SaveOptions& o
   pb::Model* model = newModel(arena);
   Writer writer(options.inline_tensor_limit, true, model->mutable_types());
   writer.encodeGraph(graph, model->mutable_graph());
-  std::optional<OutputFile> side_file;
+  std::optional<AtomicFile> side_file;
   if (!writer.externals().empty()) {
     const std::string side_path = path + ".weights";
     model->mutable_side_file()->set_file_name(baseName(side_path));
@@ -729,9 +691,10 @@ void saveGraph(const Graph& graph, const std::string& path, const SaveOptions& o
   std::string bytes = makeHeader(payload_size);
   bytes.resize(kHeaderSize + payload_size);
   model->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(bytes.data() + kHeaderSize));
-  OutputFile file(path);
+  // Saving over the file a graph was loaded from is safe: its tensors still map the old file.
+  AtomicFile file(path);
   file.write(bytes.data(), bytes.size());
-  file.close();
+  file.finish();
   // Both files are complete before either replaces an older version.
   if (side_file) side_file->commit();
   file.commit();

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
-#include <fstream>
 
+#include "estuary/support/atomic_file.h"
 #include "estuary/support/error.h"
 #include "text/flat_map.h"
 #include "text/syntax.h"
@@ -399,12 +399,7 @@ std::string printGraph(const Graph& graph, const PrintOptions& options) {
 }
 
 void printGraphToFile(const Graph& graph, const std::string& path, const PrintOptions& options) {
-  std::string text = printGraph(graph, options);
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) raise(path, ": cannot open for writing: ", std::strerror(errno));
-  file.write(text.data(), static_cast<std::streamsize>(text.size()));
-  file.close();
-  if (!file) raise(path, ": cannot write: ", std::strerror(errno));
+  writeFileAtomically(path, printGraph(graph, options));
 }
 
 }  // namespace estuary
