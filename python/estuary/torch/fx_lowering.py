@@ -190,25 +190,26 @@ def _viewed_base(node):
 
 
 def _view_candidates(graph):
-    """The views a call could make by reinterpreting their base's memory, as (view, base),
-    less those that must stay view ops: one some op writes through, or that the graph returns
-    (writes through a view must reach its base's version counter, and AOT regenerates returned
-    aliases from their base). Read while every target is still an OpOverload."""
-    candidates = [(n, _viewed_base(n)) for n in graph.nodes if _viewed_base(n) is not None]
+    """The views a call could make by reinterpreting their base's memory, less those that must
+    stay view ops: one some op writes through, or that the graph returns (writes through a view
+    must reach its base's version counter, and AOT regenerates returned aliases from their
+    base). Read while every target is still an OpOverload."""
+    candidates = [n for n in graph.nodes if _viewed_base(n) is not None]
     keep = set()
-    for node, _ in reversed(candidates):
+    for node in reversed(candidates):
         if any(user.op == "output" or _writes_argument(user, node) or user in keep for user in node.users):
             keep.add(node)
-    return [(node, base) for node, base in candidates if node not in keep]
+    return [node for node in candidates if node not in keep]
 
 
 def _reinterpret_views(graph, candidates, calls_kernel):
     """Views of a known layout -> _reinterpret_tensor; a split or unbind whose pieces all are
-    made so is erased."""
+    made so is erased. Each view's base is read now: lowering may have replaced it (a max
+    pooling's getitem by the pooling itself)."""
     reinterpreted = set()
-    for node, base in candidates:
-        value = node.meta.get("val")
-        if not _static_layout(value) or not _known_layout(base, calls_kernel, reinterpreted):
+    for node in candidates:
+        base, value = _viewed_base(node), node.meta.get("val")
+        if base is None or not _static_layout(value) or not _known_layout(base, calls_kernel, reinterpreted):
             continue
         offset = value.storage_offset() - base.meta["val"].storage_offset()
         source = node.args[0]
