@@ -1,6 +1,7 @@
 #include "pd_model.h"
 
 #include <filesystem>
+#include <tuple>
 
 #include "estuary/frontend/graph_translator.h"
 #include "estuary/support/error.h"
@@ -29,7 +30,9 @@ namespace {
 
 // The program file of an input: the file given, or among several the .json/.pdmodel; the
 // parameters: --weights, the .pdiparams given, or the one beside the program.
-std::pair<std::string, std::string> filesOf(const ModelInput& input, const FrontendOptions& options) {
+// The program, the parameters, and whether the parameters were found beside the program
+// rather than named by the user (then they must lie in the program's folder).
+std::tuple<std::string, std::string, bool> filesOf(const ModelInput& input, const FrontendOptions& options) {
   std::string program;
   std::string params;
   for (const std::string& path : input.paths()) {
@@ -47,11 +50,13 @@ std::pair<std::string, std::string> filesOf(const ModelInput& input, const Front
   }
   if (program.empty()) raise(input.name(), ": no Paddle program (.json or .pdmodel) among the files given");
   if (!options.weights.empty()) params = options.weights;
+  bool found_beside = false;
   if (params.empty()) {
     fs::path beside = fs::path(program).replace_extension(".pdiparams");
     if (fs::exists(beside)) params = beside.string();
+    found_beside = !params.empty();
   }
-  return {program, params};
+  return {program, params, found_beside};
 }
 
 }  // namespace
@@ -60,7 +65,7 @@ PdModel::PdModel(const ModelInput& input, const FrontendOptions& options) : weig
   if (input.kind() == ModelInput::Kind::Object) {
     raise(input.name(), ": the Paddle frontend reads program files, not ", input.describe());
   }
-  std::tie(program_path_, params_path_) = filesOf(input, options);
+  std::tie(program_path_, params_path_, params_found_beside_) = filesOf(input, options);
   weights_ = WeightSource(program_path_, fs::path(program_path_).parent_path().string());
   program_file_ = mapFile(program_path_, "Paddle program");
   std::string_view bytes = program_file_.bytes();
@@ -86,7 +91,9 @@ std::unique_ptr<Graph> PdModel::toGraph(const FrontendOptions& options) {
       raise(program_path_, ": the program has ", specs.size(), " parameters, but no ",
             fs::path(program_path_).replace_extension(".pdiparams").string(), " is beside it (name it with --weights)");
     }
-    tensors = readParameters(weights_.file(params_path_, "Paddle parameters"), params_path_, specs, weights_);
+    const MappedFile& params = params_found_beside_ ? weights_.fileInside(params_path_, "Paddle parameters")
+                                                    : weights_.file(params_path_, "Paddle parameters");
+    tensors = readParameters(params, params_path_, specs, weights_);
   }
   std::string name = fs::path(program_path_).stem().string();
   std::shared_ptr<GraphDecoder> main = pir_ ? pirMainGraph(*pir_, std::move(tensors), name)

@@ -35,6 +35,7 @@ class PdModel {
  private:
   std::string program_path_;
   std::string params_path_;  // empty: the program has no parameters
+  bool params_found_beside_ = false;  // not named by the user: must lie beside the program
   MappedFile program_file_;
   WeightSource weights_;
   std::unique_ptr<PirProgram> pir_;

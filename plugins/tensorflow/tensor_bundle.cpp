@@ -119,7 +119,7 @@ std::string shardPath(const std::string& prefix, int32_t shard, int32_t shards) 
 
 TensorBundle::TensorBundle(std::string prefix, WeightSource& weights) : prefix_(std::move(prefix)), weights_(weights) {
   const std::string index_path = prefix_ + ".index";
-  readTable(weights_.file(index_path, "the variables' index " + index_path));
+  readTable(weights_.fileInside(index_path, "the variables' index " + index_path));
 }
 
 void TensorBundle::readTable(const MappedFile& index) {
@@ -138,7 +138,7 @@ void TensorBundle::readTable(const MappedFile& index) {
   if (header->num_shards < 1) raise(index_path, ": the bundle header says ", header->num_shards, " shards");
   for (int32_t shard = 0; shard < header->num_shards; ++shard) {
     std::string path = shardPath(prefix_, shard, header->num_shards);
-    shards_.push_back(&weights_.file(path, "the variables' shard " + path));
+    shards_.push_back(&weights_.fileInside(path, "the variables' shard " + path));
   }
   for (const auto& [key, entry] : entries_) {
     if (entry.shard_id < 0 || entry.shard_id >= header->num_shards) {

@@ -132,6 +132,14 @@ def test_bad_input_is_named(saved, tmp_path):
     missing = copy_model(saved, "pir", "resnet50", tmp_path / "missing")
     missing.with_suffix(".pdiparams").unlink()
     assert "but no " in convert_fails(missing) and "(name it with --weights)" in convert_fails(missing)
+    # Parameters beside the program that are a symbolic link out of its folder: refused. Named
+    # by the user (--weights), a file elsewhere is read.
+    linked = copy_model(saved, "pir", "mobilenet_v2", tmp_path / "linked" / "model")
+    outside = tmp_path / "linked" / "elsewhere.pdiparams"
+    linked.with_suffix(".pdiparams").rename(outside)
+    linked.with_suffix(".pdiparams").symlink_to(outside)
+    assert f"which resolves to '{outside.resolve()}', outside the model's directory" in convert_fails(linked)
+    assert run_cli("convert", linked, "-o", os.devnull, "--weights", outside).returncode == 0
     # Ops without a translation, all at once, with their nodes.
     unsupported = convert_fails(program(saved, "pir", "unsupported"))
     assert "2 ops have no translation" in unsupported

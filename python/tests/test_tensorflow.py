@@ -172,6 +172,15 @@ def test_bad_input_is_named(saved, tmp_path):
                                                    r"'variables/0/\.ATTRIBUTES/VARIABLE_VALUE' do not match their "
                                                    r"checksum"):
         estuary.Model(str(corrupt))
+    # A variables shard that is a symbolic link out of the SavedModel's folder: refused.
+    linked = copy_of(saved, "mlp", tmp_path / "linked")
+    shard = next((linked / "variables").glob("variables.data-*"))
+    outside = tmp_path / "linked" / "elsewhere.data"
+    shard.rename(outside)
+    shard.symlink_to(outside)
+    with pytest.raises(estuary.EstuaryError, match=f"which resolves to '{outside.resolve()}', outside the model's "
+                                                   "directory"):
+        estuary.Model(str(linked))
     # An index whose block fails its checksum.
     index = copy_of(saved, "mlp", tmp_path / "index") / "variables" / "variables.index"
     data = bytearray(index.read_bytes())

@@ -64,16 +64,23 @@ const MappedFile& WeightSource::fileBeside(const std::string& location, const st
   if (leaves) {
     raise(model_, ": ", what, " is at '", location, "', which is not a path inside the model's directory");
   }
-  std::string path = directory_.empty() ? location : directory_ + "/" + location;
-  // The words of the path stay inside; a symbolic link on the way may not. Compare real paths
-  // (a file that does not exist is reported by file(), with its name).
+  return mapInside(directory_.empty() ? location : directory_ + "/" + location, location, what);
+}
+
+const MappedFile& WeightSource::fileInside(const std::string& path, const std::string& what) {
+  return mapInside(path, path, what);
+}
+
+const MappedFile& WeightSource::mapInside(const std::string& path, const std::string& shown, const std::string& what) {
+  // The words of a path may stay inside while a symbolic link on the way leads out. Compare
+  // real paths (a file that does not exist is reported by file(), with its name).
   std::error_code missing;
   std::filesystem::path real = std::filesystem::canonical(path, missing);
   if (!missing) {
     std::filesystem::path folder = std::filesystem::canonical(directory_.empty() ? "." : directory_);
     auto [folder_end, real_at] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
     if (folder_end != folder.end()) {
-      raise(model_, ": ", what, " is at '", location, "', which resolves to '", real.string(),
+      raise(model_, ": ", what, " is at '", shown, "', which resolves to '", real.string(),
             "', outside the model's directory '", folder.string(), "' (through a symbolic link)");
     }
   }

@@ -36,6 +36,10 @@ class WeightSource {
   // rules require: a model file must not make Estuary read arbitrary files. So is one whose
   // real path (symbolic links followed) lies outside the directory's.
   const MappedFile& fileBeside(const std::string& location, const std::string& what);
+  // A file of the model's own folder found by its layout (a SavedModel's variable shards, the
+  // parameters beside a Paddle program): mapped once, refused when its real path lies outside
+  // the directory's real path.
+  const MappedFile& fileInside(const std::string& path, const std::string& what);
   // A file the user named (a --weights path), mapped once.
   const MappedFile& file(const std::string& path, const std::string& what);
 
@@ -52,6 +56,9 @@ class WeightSource {
   size_t copied() const { return copied_; }
 
  private:
+  // `path` mapped once, refused (naming it `shown`) when its real path is outside directory_'s.
+  const MappedFile& mapInside(const std::string& path, const std::string& shown, const std::string& what);
+
   std::string model_;
   std::string directory_;
   std::map<std::string, MappedFile> files_;
