@@ -75,15 +75,17 @@ class Model {
         raiseAs<InputTypeError>("input '", inputs[i].name, "': expected dtype ", dtypeName(want), ", got ",
                                 py::str(arrays[i].dtype()).cast<std::string>());
       }
-      // Contiguous arrays are used in place; others are copied once into C order.
-      if (!(arrays[i].flags() & py::array::c_style)) arrays[i] = py::array::ensure(arrays[i], py::array::c_style);
-      std::vector<int64_t> dims(arrays[i].shape(), arrays[i].shape() + arrays[i].ndim());
-      // Only a mutable input (a state the graph updates in place) is written: a read-only
-      // array (np.broadcast_to, a read-only memory map) serves any other.
-      if (inputs[i].is_mutable && !arrays[i].writeable()) {
-        raiseAs<InputValueError>("input '", inputs[i].name,
-                                 "' is updated in place by the model, but the array given is read-only");
+      // Only a mutable input (a state the graph updates in place) is written, in the caller's
+      // array itself: it must be writable and C-contiguous (a copy would take the update).
+      // A read-only array (np.broadcast_to, a read-only memory map) serves any other input.
+      const bool c_contiguous = arrays[i].flags() & py::array::c_style;
+      if (inputs[i].is_mutable && (!arrays[i].writeable() || !c_contiguous)) {
+        raiseAs<InputValueError>("input '", inputs[i].name, "' is updated in place by the model, but the array given is ",
+                                 arrays[i].writeable() ? "not C-contiguous" : "read-only");
       }
+      // Contiguous arrays are used in place; others are copied once into C order.
+      if (!c_contiguous) arrays[i] = py::array::ensure(arrays[i], py::array::c_style);
+      std::vector<int64_t> dims(arrays[i].shape(), arrays[i].shape() + arrays[i].ndim());
       tensors[i] = ge::HostTensor::of(ge::TensorDesc::of(want, dims), const_cast<void*>(arrays[i].data()));
     }
     ge::RunContextPool::Lease context = contexts_->acquire();
@@ -207,9 +209,9 @@ bool hasExtension(const std::string& path, std::string_view extension) {
 // C++ ErrorType.
 template <typename ErrorType>
 void registerInputError(py::module_& m, const char* name, const py::object& estuary_error, PyObject* builtin) {
-  py::object type = py::reinterpret_steal<py::object>(PyErr_NewException(
-      (std::string("estuary._estuary.") + name).c_str(),
-      py::make_tuple(estuary_error, py::reinterpret_borrow<py::object>(builtin)).release().ptr(), nullptr));
+  py::tuple bases = py::make_tuple(estuary_error, py::reinterpret_borrow<py::object>(builtin));
+  py::object type = py::reinterpret_steal<py::object>(
+      PyErr_NewException((std::string("estuary._estuary.") + name).c_str(), bases.ptr(), nullptr));
   if (!type) throw py::error_already_set();
   m.attr(name) = type;
   static PyObject* const raised_type = type.release().ptr();  // lives as long as the module

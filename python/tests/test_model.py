@@ -75,7 +75,7 @@ def test_read_only_inputs_are_read_in_place(tmp_path):
         np.testing.assert_allclose(y, (inputs["x"] + 0.5) ** 2 - 0.5)
 
 
-def test_a_read_only_array_for_an_input_updated_in_place_is_refused():
+def test_an_input_updated_in_place_must_be_a_writable_contiguous_array():
     model = estuary.Model(estuary.Graph.parse("""graph @g(%x: f32[2], %state: f32[2] mutable) {
   %s = Add(%state, %x) : f32[2]
   return %s
@@ -86,6 +86,14 @@ def test_a_read_only_array_for_an_input_updated_in_place_is_refused():
     state.flags.writeable = False
     with pytest.raises(ValueError, match="input 'state' is updated in place by the model, but the array given is read-only"):
         model.run({"x": np.ones(2, np.float32), "state": state})
+    # A strided view would be copied, and the update would go to the copy.
+    strided = np.zeros(4, np.float32)[::2]
+    with pytest.raises(ValueError, match="input 'state' is updated in place by the model, but the array given is not "
+                                         "C-contiguous"):
+        model.run({"x": np.ones(2, np.float32), "state": strided})
+    state = np.zeros(2, np.float32)
+    model.run({"x": np.ones(2, np.float32), "state": state})
+    np.testing.assert_array_equal(state, [1, 1])  # updated in place
 
 
 def test_one_model_runs_from_eight_threads_with_mixed_shapes():
