@@ -21,6 +21,9 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 
 aten = torch.ops.aten
+# A view made from a tensor's memory, sizes, strides and offset increment, without the view
+# ops' dispatcher layers: what inductor's generated code calls.
+reinterpret = torch._C._dynamo.guards._reinterpret_tensor
 _PASS_THROUGH = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
                  aten.clone.default, aten.alias.default}
 _BATCHED = {aten.bmm.default, aten.matmul.default}

@@ -30,11 +30,10 @@ import torch
 
 from .._estuary import fx as _fx
 from . import kernels, ops
-from .fx_attention import is_view, storage_of
+from .fx_attention import is_view, reinterpret, storage_of
 
 _CONVERT = torch.ops.prims.convert_element_type.default
 _TO_COPY = torch.ops.aten._to_copy.default
-_REINTERPRET = torch._C._dynamo.guards._reinterpret_tensor
 aten = torch.ops.aten
 # Ops whose result is a new contiguous tensor on every call.
 _FRESH_CONTIGUOUS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default,
@@ -213,7 +212,7 @@ def _reinterpret_views(graph, candidates, calls_kernel):
             continue
         offset = value.storage_offset() - base.meta["val"].storage_offset()
         source = node.args[0]
-        node.target, node.args, node.kwargs = _REINTERPRET, (base, tuple(value.shape), value.stride(), offset), {}
+        node.target, node.args, node.kwargs = reinterpret, (base, tuple(value.shape), value.stride(), offset), {}
         reinterpreted.add(node)
         if source is not base and not source.users:
             graph.erase_node(source)
@@ -249,14 +248,16 @@ def _drop_contiguous_copies(graph, calls_kernel, reinterpreted, written):
 
 
 def _bind_operators(graph):
-    operators = {}
+    """ATen overloads -> their C++ operators. Returns how many calls were bound."""
+    operators, bound = {}, 0
     for node in graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) \
                 and node.target.namespace == "aten":
             if node.target not in operators:
                 operators[node.target] = _bound_operator(node.target)
             node.target = operators[node.target]
-    return sum(1 for n in graph.nodes if n.op == "call_function" and n.target in operators.values())
+            bound += 1
+    return bound
 
 
 def lower_calls(gm):

@@ -22,9 +22,7 @@ callable one of them chooses for the node's fake values.
 import torch
 
 from . import kernels
-from .fx_attention import contiguous, same_shape, same_size
-
-_REINTERPRET = torch._C._dynamo.guards._reinterpret_tensor
+from .fx_attention import contiguous, reinterpret, same_shape, same_size
 
 
 def _same_shape(a, b):
@@ -123,8 +121,8 @@ class _HeadsInner:
         if x.stride() != (length * row, size, row, 1):  # not laid out as the graph's values said
             x = x.transpose(1, 2).contiguous().transpose(1, 2)
         # Views made by reinterpreting memory: through the view ops, the four cost more than the kernel.
-        y = self.flat(_REINTERPRET(x, (batch, length, row), (length * row, row, 1), 0), cos, sin, heads)
-        return _REINTERPRET(y, (batch, heads, length, size), (length * row, size, row, 1), 0)
+        y = self.flat(reinterpret(x, (batch, length, row), (length * row, row, 1), 0), cos, sin, heads)
+        return reinterpret(y, (batch, heads, length, size), (length * row, size, row, 1), 0)
 
 
 _rotary_embedding = _RotaryEmbedding("estuary.rotary_embedding.default", 3,

@@ -227,7 +227,6 @@ class RunContextPool {
   Lease acquire();
   // RunContext::run on a context of the pool.
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs);
-  const CompiledModel& model() const { return *model_; }
   size_t contexts() const;  // made so far: the most runs that were in flight at once
 
  private:
