@@ -169,6 +169,7 @@ int runBench(const std::vector<std::string>& argv) {
           {"profile", "", "after the timed runs, time every step of as many more runs and print where\n"
                           "the time goes: per op and kernel, then the slowest nodes", ""},
       });
+  args.addOptions(limitOptionDecls());
   if (!args.parse(argv)) return 0;
   if (args.positionals().size() != 1) usageError("estuary bench: expected one MODEL file (see --help)");
   const std::string& path = args.positionals()[0];
@@ -182,6 +183,7 @@ int runBench(const std::vector<std::string>& argv) {
 
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("bench", "threads", args.value("threads"), 0, 0));
+  options.limits = limitsFrom("bench", args);
   loadPlugins(args);
   // The shapes are the runs' shapes: an IR file is built with its symbolic dims kept.
   OpenedModel opened = openModel(path, options);
@@ -234,7 +236,7 @@ int runBench(const std::vector<std::string>& argv) {
   out << "throughput  " << std::fixed << std::setprecision(1) << per_second << " inferences/s";
   if (batch > 0) out << " (" << per_second * static_cast<double>(batch) << " samples/s at batch " << batch << ")";
   out << "\n" << std::defaultfloat;
-  out << "peak RSS    " << formatBytes(static_cast<double>(usage.ru_maxrss) * 1024) << "\n";
+  out << "peak RSS    " << formatByteSize(static_cast<double>(usage.ru_maxrss) * 1024) << "\n";
   if (args.flag("profile")) {
     context->setProfiling(true);
     for (int64_t i = 0; i < iterations; ++i) context->run(inputs);

@@ -41,7 +41,7 @@ size_t totalOps(const std::map<std::string, size_t>& histogram) {
   return total;
 }
 
-void printReport(std::ostream& out, const ge::BuildReport& report, bool planned) {
+void printReport(std::ostream& out, const ge::BuildReport& report) {
   out << "stages:\n";
   for (const ge::BuildReport::Stage& stage : report.stages) {
     out << "  " << std::left << std::setw(40) << stage.name << formatSeconds(stage.seconds) << "\n";
@@ -61,14 +61,14 @@ void printReport(std::ostream& out, const ge::BuildReport& report, bool planned)
   out << "folded constants: " << report.folded_constants << "\n";
   out << "fused epilogues: " << report.fused_epilogues << "\n";
   out << "folded transposes: " << report.folded_transposes << "\n";
-  out << "weights: " << report.weight_bytes << " bytes (" << formatBytes(static_cast<double>(report.weight_bytes))
+  out << "weights: " << report.weight_bytes << " bytes (" << formatByteSize(static_cast<double>(report.weight_bytes))
       << ")\n";
-  if (planned) {
+  if (report.plans_built > 0) {
     out << "activation memory: " << report.planned_activation_bytes << " bytes planned, lower bound "
         << report.lower_bound_bytes << " bytes\n";
   } else {
-    out << "activation memory: planned per input shape at run time (inputs have symbolic dims; "
-           "fix them with --input-shape to plan now)\n";
+    out << "activation memory: planned per input shape at run time (symbolic dims, or shapes that come from "
+           "input values; fix dims with --input-shape to plan now)\n";
   }
 }
 
@@ -83,18 +83,6 @@ std::string formatSeconds(double seconds) {
   } else {
     std::snprintf(text, sizeof text, "%.3f s", seconds);
   }
-  return text;
-}
-
-std::string formatBytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  size_t unit = 0;
-  while (bytes >= 1024 && unit + 1 < std::size(units)) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
   return text;
 }
 
@@ -227,6 +215,7 @@ int runBuild(const std::vector<std::string>& argv) {
   for (std::string& arg : rest) {
     if (arg == "-o") arg = "--output";
   }
+  args.addOptions(limitOptionDecls());
   if (!args.parse(rest)) return 0;
   if (args.positionals().size() != 1) usageError("estuary build: expected one MODEL file (see --help)");
   auto output = args.value("output");
@@ -237,6 +226,7 @@ int runBuild(const std::vector<std::string>& argv) {
   loadPlugins(args);
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("build", "threads", args.value("threads"), 0, 0));
+  options.limits = limitsFrom("build", args);
   InputShapeSpec shapes = parseInputShapes(args.value("input-shape").value_or(""));
   std::shared_ptr<ge::CompiledModel> model = openModel(input, options, shapes).model;
 
@@ -255,9 +245,7 @@ int runBuild(const std::vector<std::string>& argv) {
   out << "\n";
   ge::BuildReport report = model->report();
   report.stages.push_back({"save", save_seconds});
-  bool planned = true;
-  for (const ge::IoInfo& io : model->inputs()) planned &= io.type.shape.isStatic();
-  printReport(out, report, planned);
+  printReport(out, report);
   if (args.flag("kernels")) {
     out << "kernels:\n";
     for (const std::string& line : report.kernels) out << "  " << line << "\n";

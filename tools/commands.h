@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.h"
 #include "estuary/ge/model.h"
 #include "estuary/transforms/input_shapes.h"
 
@@ -67,7 +68,11 @@ Parameters countParameters(const Graph& graph);
 
 // "12.3 us", "4.567 ms", "1.234 s".
 std::string formatSeconds(double seconds);
-// "1.5 KiB", "12.0 MiB", "512 B".
-std::string formatBytes(double bytes);
+// --max-tensor-size, --max-plan-size, --max-run-size and --max-plans, which set the
+// resource limits (estuary/support/limits.h) of `convert`, `build`, `run` and `bench`.
+std::vector<OptionDecl> limitOptionDecls();
+// The limits of this machine with those the options set; raises a UsageError naming a
+// malformed one.
+ResourceLimits limitsFrom(const std::string& command, const Arguments& args);
 
 }  // namespace estuary::cli

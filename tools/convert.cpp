@@ -133,7 +133,7 @@ void printInfo(std::ostream& out, const std::string& path, const ModelInfo& info
     out << "    outputs: " << ioList(variant.outputs) << "\n";
   }
   out << "  parameters: " << withThousands(info.parameter_count) << " ("
-      << formatBytes(static_cast<double>(info.parameter_bytes)) << ")\n";
+      << formatByteSize(static_cast<double>(info.parameter_bytes)) << ")\n";
   int64_t nodes = 0;
   for (const auto& entry : info.op_counts) nodes += entry.second;
   out << "  nodes: " << nodes << "\n";
@@ -177,6 +177,8 @@ int runConvert(const std::vector<std::string>& argv) {
           {"model", "PATH", "the model to convert (or give it, or its parts, as positional arguments)", ""},
           {"framework", "NAME", "its frontend (" + availableList() + "); found from the model when not given", ""},
           {"weights", "PATH", "the weights, when not where the frontend looks by default", ""},
+          {"allow-dir", "DIR", "a folder besides the model's own where files the model names (external data, "
+                               "weight shards) may lie (repeatable); others are refused", "", true},
           {"signature", "NAME", "the variant to load, e.g. a SavedModel's signature; the frontend's default "
                                 "when not given", ""},
           {"out-nodes", "NAMES", "values to return as outputs instead of the model's: \"a;b\" (ATC's --out_nodes)", ""},
@@ -191,6 +193,7 @@ int runConvert(const std::vector<std::string>& argv) {
           {"log", "LEVEL", "error (or null), warning, info, debug: debug adds every pass and kernel", "info"},
       });
   args.addOptions(pipelineOptionDecls("O2"));
+  args.addOptions(limitOptionDecls());
   if (!args.parse(withAtcSpellings(argv))) return 0;
 
   std::vector<std::string> model_paths = args.positionals();
@@ -213,6 +216,7 @@ int runConvert(const std::vector<std::string>& argv) {
   }
   ge::BuildOptions build_options;
   build_options.num_threads = static_cast<int>(integerOption("convert", "threads", args.value("threads"), 0, 0));
+  build_options.limits = limitsFrom("convert", args);
   InputShapeSpec shapes = parseInputShapes(args.value("input-shape").value_or(""));
   // The pipeline is read (and its plugins loaded) before the model, so that a mistake in it
   // is reported before a long translation.
@@ -223,6 +227,7 @@ int runConvert(const std::vector<std::string>& argv) {
   FrontendOptions options;
   options.variant = args.value("signature").value_or("");
   options.weights = args.value("weights").value_or("");
+  options.allowed_dirs = args.values("allow-dir");
   options.outputs = nameList(args.value("out-nodes").value_or(""));
   options.input_shapes = shapes.shapes;
   options.input_ranges = shapes.ranges;
@@ -310,16 +315,14 @@ int runConvert(const std::vector<std::string>& argv) {
     out << "\ndim " << symbol << ": " << range.min << "~" << range.max;
   }
   out << "\nparameters: " << withThousands(parameters.elements) << " ("
-      << formatBytes(static_cast<double>(parameters.bytes)) << ")\n";
+      << formatByteSize(static_cast<double>(parameters.bytes)) << ")\n";
   printSummary(out, stages);
-  bool planned = true;
-  for (const ge::IoInfo& io : model->inputs()) planned &= io.type.shape.isStatic();
-  if (planned) {
-    out << "activation memory: " << formatBytes(static_cast<double>(report.planned_activation_bytes))
-        << " planned, lower bound " << formatBytes(static_cast<double>(report.lower_bound_bytes)) << "\n";
+  if (report.plans_built > 0) {
+    out << "activation memory: " << formatByteSize(static_cast<double>(report.planned_activation_bytes))
+        << " planned, lower bound " << formatByteSize(static_cast<double>(report.lower_bound_bytes)) << "\n";
   } else {
-    out << "activation memory: planned per input shape at run time (symbolic dims; fix them with "
-           "--input-shape to plan now)\n";
+    out << "activation memory: planned per input shape at run time (symbolic dims, or shapes that come from "
+           "input values; fix dims with --input-shape to plan now)\n";
   }
   if (log >= LogLevel::Debug) {
     manager->printTimingReport(out);

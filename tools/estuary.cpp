@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,10 @@ int main(int argc, char** argv) {
       return 2;
     } catch (const estuary::Error& error) {
       std::cerr << "error: " << error.what() << "\n";
+      return 1;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: out of memory (the model's limits are set by --max-tensor-size, --max-plan-size and "
+                   "--max-run-size; see docs/security.md)\n";
       return 1;
     } catch (const std::exception& error) {
       std::cerr << "internal error: " << error.what() << "\n";

@@ -113,6 +113,7 @@ int runRun(const std::vector<std::string>& argv) {
   for (std::string& arg : rest) {
     if (arg == "-o") arg = "--output";
   }
+  args.addOptions(limitOptionDecls());
   if (!args.parse(rest)) return 0;
   if (args.positionals().size() != 1) usageError("estuary run: expected one MODEL file (see --help)");
   auto output = args.value("output");
@@ -121,6 +122,7 @@ int runRun(const std::vector<std::string>& argv) {
 
   ge::BuildOptions options;
   options.num_threads = static_cast<int>(integerOption("run", "threads", args.value("threads"), 0, 0));
+  options.limits = limitsFrom("run", args);
   loadPlugins(args);
   std::shared_ptr<ge::CompiledModel> model = openModel(path, options).model;
 

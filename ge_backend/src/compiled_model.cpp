@@ -111,6 +111,7 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
     }
   }
   inferShapes(*lowered, OpRegistry::global());
+  checkTensorLimit(*lowered, options.limits);
   report.stages.push_back({"infer shapes", secondsSince(start)});
   start = Clock::now();
   canonicalize(*lowered);
@@ -143,6 +144,8 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
     }
     try {
       model->planFor(descs);
+    } catch (const ResourceLimitError&) {
+      throw;
     } catch (const Error&) {
       // Shapes alone may not be enough to plan: the first run, which brings the values of
       // small integer inputs, plans then (see planFor) or reports the error.
@@ -230,10 +233,17 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
   std::vector<Tensor> shape_values = shapeValues(shape_inputs_);
   std::string key = shapeSignature(inputs) + valueSignature(shape_values);
   auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
+  if (it != plans_.end()) {
+    plan_use_order_.splice(plan_use_order_.begin(), plan_use_order_, it->second.use);
+    return it->second.plan;
+  }
   std::shared_ptr<const Plan> plan;
   try {
     plan = buildPlan(*graph_, inputs, device_, options_, report_, shape_values);
+  } catch (const ResourceLimitError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    raiseAs<ResourceLimitError>("out of memory planning the model for inputs ", shapeSignature(inputs));
   } catch (const Error&) {
     // The first plan decides which inputs carry shapes: if planning by shapes alone fails
     // and small integer inputs were given with their values, they are planned by value
@@ -248,7 +258,14 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
     key = shapeSignature(inputs) + valueSignature(shape_values);
   }
   if (values) shape_inputs_decided_ = true;
-  plans_.emplace(std::move(key), plan);
+  // Run contexts hold the plans they use, so dropping the least recently used one here
+  // frees it once no context runs it.
+  if (plans_.size() >= std::max<size_t>(options_.limits.plans, 1)) {
+    plans_.erase(plan_use_order_.back());
+    plan_use_order_.pop_back();
+  }
+  plan_use_order_.push_front(key);
+  plans_.emplace(std::move(key), CachedPlan{plan, plan_use_order_.begin()});
   return plan;
 }
 

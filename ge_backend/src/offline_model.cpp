@@ -441,11 +441,11 @@ void CompiledModel::save(const std::string& path) const {
     std::lock_guard<std::mutex> lock(plans_mutex_);
     // By signature, so that the same model always saves to the same bytes.
     std::map<std::string, const std::vector<TensorDesc>*> sorted;
-    for (const auto& [signature, plan] : plans_) {
+    for (const auto& [signature, cached] : plans_) {
       // Plans for values of shape inputs are rebuilt when a run brings those values.
       bool by_value = false;
-      for (const Tensor& value : plan->shape_input_values) by_value |= !value.isNull();
-      if (!by_value) sorted.emplace(signature, &plan->input_descs);
+      for (const Tensor& value : cached.plan->shape_input_values) by_value |= !value.isNull();
+      if (!by_value) sorted.emplace(signature, &cached.plan->input_descs);
     }
     plan_shapes.u64(sorted.size());
     for (const auto& [signature, descs] : sorted) {
@@ -544,6 +544,8 @@ std::shared_ptr<CompiledModel> CompiledModel::load(const std::string& path, cons
   for (const std::vector<TensorDesc>& descs : plan_shapes) {
     try {
       model->planFor(descs);
+    } catch (const ResourceLimitError& error) {
+      raiseAs<ResourceLimitError>(path, ": ", error.what());
     } catch (const Error& error) {
       raise(path, ": cannot rebuild its plan for ", shapeSignature(descs), ": ", error.what());
     }

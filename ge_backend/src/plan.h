@@ -93,6 +93,10 @@ std::shared_ptr<Plan> buildPlan(const Graph& graph, const std::vector<TensorDesc
                                 const BuildOptions& options, BuildReport& report,
                                 const std::vector<Tensor>& shape_input_values = {});
 
+// Raises ResourceLimitError naming the first value of `graph` (or of its subgraphs) whose
+// static size passes limits.tensor_bytes.
+void checkTensorLimit(const Graph& graph, const ResourceLimits& limits);
+
 // "f32[1,3]" descs joined, the key of the plan cache.
 std::string shapeSignature(const std::vector<TensorDesc>& inputs);
 

@@ -25,6 +25,21 @@ const Tensor* constantOf(const Value* value) {
   return attr && attr->kind() == AttrKind::Tensor ? &attr->asTensor() : nullptr;
 }
 
+void checkTensorLimit(const Graph& graph, const ResourceLimits& limits) {
+  auto check = [&](const Value* value, const std::string& what) {
+    if (!value || !value->type().isKnown() || !value->shape().isStatic()) return;
+    const std::vector<int64_t> dims = value->shape().staticDims();
+    checkLimit(what + " " + value->type().str(),
+               checkedByteSize(dims.data(), static_cast<int>(dims.size()), dtypeSize(value->dtype())),
+               limits.tensor_bytes, "tensor");
+  };
+  for (const Value* input : graph.inputs()) check(input, "input '" + input->name() + "'");
+  for (const Node* node : graph.nodes()) {
+    for (const Value* output : node->outputs()) check(output, node->describe() + ": value '" + output->name() + "'");
+    for (const Graph* subgraph : node->subgraphs()) checkTensorLimit(*subgraph, limits);
+  }
+}
+
 std::string shapeSignature(const std::vector<TensorDesc>& inputs) {
   std::string key;
   for (const TensorDesc& desc : inputs) key += desc.str() + ";";
@@ -208,6 +223,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   report.folded_constants = 0;
   for (;;) {
     inferWithControlFlow(graph, OpenLoops::LeaveOpen);
+    checkTensorLimit(graph, options.limits);
     size_t folded = foldConstants(graph, device);
     report.folded_constants += folded;
     if (canonicalize(graph) > 0 || folded > 0) continue;
@@ -215,6 +231,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   }
   inferWithControlFlow(graph);
   boundDataDependentOutputs(graph);
+  checkTensorLimit(graph, options.limits);
   report.folded_constants += foldConstants(graph, device);
   report.folded_batch_norms = foldBatchNormsIntoConvs(graph) + foldChannelAffinesIntoConvs(graph);
   eliminateCommonSubexpressions(graph, OpRegistry::global());
@@ -427,6 +444,11 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   for (size_t k = 0; k < arena_buffers.size(); ++k) buffers[arena_buffers[k]].slot.offset = memory.offsets[k];
   plan->arena_bytes = memory.arena_bytes;
   plan->lower_bound_bytes = memory.lower_bound_bytes;
+  const std::string planned = "the plan for inputs " + shapeSignature(inputs);
+  checkLimit(planned + " (its activation memory)", plan->arena_bytes, options.limits.plan_bytes, "plan");
+  size_t run_bytes = plan->arena_bytes;
+  for (const TensorDesc& output : plan->output_descs) run_bytes += output.byteSize();
+  checkLimit(planned + " (activations and outputs of a run)", run_bytes, options.limits.run_bytes, "run");
 
   auto slotOf = [&](int64_t buffer) {
     return buffer < 0 ? Slot{} : buffers[root(buffers, static_cast<size_t>(buffer))].slot;
@@ -451,6 +473,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     step.label = std::move(entry.label);
     plan->steps.push_back(std::move(step));
   }
+  ++report.plans_built;
   report.planned_activation_bytes = plan->arena_bytes;
   report.lower_bound_bytes = plan->lower_bound_bytes;
   report.stages.push_back({"plan " + shapeSignature(inputs),

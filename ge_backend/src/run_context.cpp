@@ -24,9 +24,13 @@ void RunContext::bind(const std::vector<HostTensor>& inputs) {
   }
   if (same) return;
 
-  input_descs_.clear();
-  for (const HostTensor& input : inputs) input_descs_.push_back(input.desc());
-  std::shared_ptr<const Plan> plan = model_->planFor(input_descs_, &inputs);
+  // The descs are the bound ones only once a plan takes them: after a refused input, the
+  // same input must be refused again, not run with the plan bound before.
+  std::vector<TensorDesc> descs;
+  descs.reserve(inputs.size());
+  for (const HostTensor& input : inputs) descs.push_back(input.desc());
+  std::shared_ptr<const Plan> plan = model_->planFor(descs, &inputs);
+  input_descs_ = std::move(descs);
   shape_input_values_.assign(inputs.size(), {});
   for (size_t i = 0; i < plan->shape_input_values.size(); ++i) {
     const Tensor& value = plan->shape_input_values[i];
@@ -35,13 +39,21 @@ void RunContext::bind(const std::vector<HostTensor>& inputs) {
     shape_input_values_[i].assign(bytes, bytes + value.byteSize());
   }
   if (plan == plan_) return;
-  plan_ = std::move(plan);
-  if (plan_->arena_bytes > arena_bytes_) {
+  // Forget the bound plan first: should anything below fail, the next run binds again
+  // rather than running a state made for another plan.
+  plan_state_.reset();
+  plan_.reset();
+  if (plan->arena_bytes > arena_bytes_) {
     std::free(arena_);
-    arena_ = std::aligned_alloc(64, (plan_->arena_bytes + 63) / 64 * 64);
-    if (!arena_) raise("out of memory allocating a ", plan_->arena_bytes, "-byte arena");
-    arena_bytes_ = plan_->arena_bytes;
+    arena_bytes_ = 0;
+    arena_ = std::aligned_alloc(64, (plan->arena_bytes + 63) / 64 * 64);
+    if (!arena_) {
+      raiseAs<ResourceLimitError>("out of memory allocating the ", formatByteSize(static_cast<double>(plan->arena_bytes)),
+                                  " of activation memory for inputs ", shapeSignature(input_descs_));
+    }
+    arena_bytes_ = plan->arena_bytes;
   }
+  plan_ = std::move(plan);
   plan_state_ = std::make_unique<PlanState>(*plan_);
   plan_state_->place(static_cast<std::byte*>(arena_));
   plan_state_->setProfiling(profiling_);
@@ -115,7 +127,14 @@ const std::vector<HostTensor>& RunContext::run(const std::vector<HostTensor>& in
   bind(inputs);
   for (size_t k = 0; k < output_views_.size(); ++k) {
     size_t bytes = plan_->output_descs[k].byteSize();
-    if (owned_outputs_[k].size() < bytes + 64) owned_outputs_[k].resize(bytes + 64);
+    if (owned_outputs_[k].size() < bytes + 64) {
+      try {
+        owned_outputs_[k].resize(bytes + 64);
+      } catch (const std::bad_alloc&) {
+        raiseAs<ResourceLimitError>("out of memory allocating output '", model_->outputs()[k].name, "' (",
+                                    plan_->output_descs[k].str(), ", ", formatByteSize(static_cast<double>(bytes)), ")");
+      }
+    }
     auto address = reinterpret_cast<uintptr_t>(owned_outputs_[k].data());
     output_views_[k].data = reinterpret_cast<void*>((address + 63) & ~uintptr_t{63});
   }

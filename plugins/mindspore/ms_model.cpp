@@ -78,7 +78,7 @@ MsModel::MsModel(const ModelInput& input, const FrontendOptions& options) : weig
   }
   if (!options.variant.empty()) raise(path_, ": a MindIR model has no variants; --signature does not apply");
   file_ = mapFile(path_, "MindIR model");
-  weights_ = WeightSource(path_, fs::path(path_).parent_path().string());
+  weights_ = WeightSource(path_, fs::path(path_).parent_path().string(), options.allowed_dirs);
   std::string_view bytes = file_.bytes();
   if (const char* cipher = encryptionOf(bytes)) {
     raise(path_, ": the MindIR is encrypted (", cipher, "); Estuary reads plain MindIR: export it without enc_key, "

@@ -82,7 +82,7 @@ struct Translation {
   TranslationSession session;
 
   Translation(const OnnxModel& model, const MappedFile& file, const FrontendOptions& options)
-      : tensors(file, model.path()),
+      : tensors(file, model.path(), options.allowed_dirs),
         context(model.path(), model.proto(), tensors, model.opset()),
         main(context, *model.proto().graph, NodeScope{model.opset(), nullptr, nullptr}),
         session("onnx", model.path(), onnxTranslators(), options) {

@@ -46,8 +46,9 @@ Tensor convertInto(DType dtype, std::vector<int64_t> dims, const std::vector<Sou
 
 }  // namespace
 
-TensorReader::TensorReader(const MappedFile& model, const std::string& model_path)
-    : model_(model), weights_(model_path, directoryOf(model_path)) {}
+TensorReader::TensorReader(const MappedFile& model, const std::string& model_path,
+                           std::vector<std::string> allowed_dirs)
+    : model_(model), weights_(model_path, directoryOf(model_path), std::move(allowed_dirs)) {}
 
 Tensor TensorReader::read(const TensorProto& proto, const std::string& what) {
   const std::string& path = weights_.model();

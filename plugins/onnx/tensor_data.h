@@ -20,8 +20,9 @@ std::optional<DType> dtypeFromOnnx(int32_t data_type);
 
 class TensorReader {
  public:
-  // `model` is the model file's mapping; external data is looked for beside `model_path`.
-  TensorReader(const MappedFile& model, const std::string& model_path);
+  // `model` is the model file's mapping; external data is looked for beside `model_path`,
+  // and may lie there or in `allowed_dirs` (FrontendOptions::allowed_dirs).
+  TensorReader(const MappedFile& model, const std::string& model_path, std::vector<std::string> allowed_dirs = {});
 
   // `what` names the tensor in errors ("initializer 'w'", "attribute 'value' of node 'c'").
   Tensor read(const TensorProto& proto, const std::string& what);

@@ -66,7 +66,7 @@ PdModel::PdModel(const ModelInput& input, const FrontendOptions& options) : weig
     raise(input.name(), ": the Paddle frontend reads program files, not ", input.describe());
   }
   std::tie(program_path_, params_path_, params_found_beside_) = filesOf(input, options);
-  weights_ = WeightSource(program_path_, fs::path(program_path_).parent_path().string());
+  weights_ = WeightSource(program_path_, fs::path(program_path_).parent_path().string(), options.allowed_dirs);
   program_file_ = mapFile(program_path_, "Paddle program");
   std::string_view bytes = program_file_.bytes();
   if (looksLikePir(bytes.substr(0, 64))) {

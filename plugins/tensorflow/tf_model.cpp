@@ -142,7 +142,7 @@ TfModel::TfModel(const ModelInput& input, const FrontendOptions& options) : name
   }
   if (isSavedModel(input)) {
     directory_ = input.kind() == ModelInput::Kind::Directory ? input.path() : fs::path(input.path()).parent_path().string();
-    weights_ = WeightSource(name_, directory_);
+    weights_ = WeightSource(name_, directory_, options.allowed_dirs);
     openSavedModel(options);
     return;
   }

@@ -18,8 +18,8 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
-from ._estuary import (EstuaryError, Graph, InputTypeError, InputValueError, Model, NodeContext, UnsupportedOpsError,
-                       Value, convert, load_plugin, _set_config_dir)
+from ._estuary import (EstuaryError, Graph, InputTypeError, InputValueError, Model, NodeContext, ResourceLimitError,
+                       UnsupportedOpsError, Value, convert, default_limits, load_plugin, _set_config_dir)
 
 
 def _shipped_configs():
@@ -33,6 +33,6 @@ def _shipped_configs():
 
 _set_config_dir(_shipped_configs())
 
-__all__ = ["EstuaryError", "Graph", "InputTypeError", "InputValueError", "Model", "NodeContext", "UnsupportedOpsError",
-           "Value", "convert", "load_plugin"]
+__all__ = ["EstuaryError", "Graph", "InputTypeError", "InputValueError", "Model", "NodeContext", "ResourceLimitError",
+           "UnsupportedOpsError", "Value", "convert", "default_limits", "load_plugin"]
 __version__ = "0.1.0"

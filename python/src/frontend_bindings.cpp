@@ -164,6 +164,7 @@ FrontendOptions LoadArguments::options(const InputShapes& input_shapes) const {
   FrontendOptions options;
   options.variant = signature.value_or("");
   options.weights = weights.value_or("");
+  options.allowed_dirs = allowed_dirs;
   options.outputs = outputs;
   options.input_shapes = input_shapes;
   options.keys = frontend_options;

@@ -25,6 +25,7 @@ ModelInput modelInputOf(const pybind11::object& model);
 struct LoadArguments {
   std::optional<std::string> framework;
   std::optional<std::string> weights;
+  std::vector<std::string> allowed_dirs;
   std::optional<std::string> signature;
   std::vector<std::string> outputs;
   std::map<std::string, std::string> frontend_options;

@@ -15,6 +15,7 @@
 #include "estuary/plugin/loader.h"
 #include "estuary/serialize/graph_file.h"
 #include "estuary/support/error.h"
+#include "estuary/support/limits.h"
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
 #include "estuary/transforms/input_shapes.h"
@@ -169,7 +170,47 @@ struct ConvertOptions {
   std::string pipeline = "O2";
   std::vector<std::string> disable;
   int threads = 0;
+  ResourceLimits limits = ResourceLimits::forThisMachine();
 };
+
+// The `limits` keyword: {"tensor": 4 << 30 or "4GiB", "plan": ..., "run": ..., "plans": 16},
+// each key optional; None keeps this machine's defaults.
+ResourceLimits limitsOf(const py::object& given) {
+  ResourceLimits limits = ResourceLimits::forThisMachine();
+  if (given.is_none()) return limits;
+  if (!py::isinstance<py::dict>(given)) throw py::type_error("limits must be a dict such as {'tensor': '4GiB'}");
+  for (auto [key, value] : given.cast<py::dict>()) {
+    const std::string name = py::str(key);
+    auto size = [&]() -> size_t {
+      if (py::isinstance<py::str>(value)) return parseByteSize(value.cast<std::string>());
+      if (!py::isinstance<py::int_>(value) || value.cast<py::int_>() < py::int_(0)) {
+        throw py::value_error("limits['" + name + "'] must be a number of bytes or a size such as '4GiB'");
+      }
+      return value.cast<size_t>();
+    };
+    if (name == "tensor") {
+      limits.tensor_bytes = size();
+    } else if (name == "plan") {
+      limits.plan_bytes = size();
+    } else if (name == "run") {
+      limits.run_bytes = size();
+    } else if (name == "plans") {
+      limits.plans = std::max<size_t>(1, value.cast<size_t>());
+    } else {
+      throw py::value_error("limits has no key '" + name + "' (keys: tensor, plan, run, plans)");
+    }
+  }
+  return limits;
+}
+
+py::dict limitsDict(const ResourceLimits& limits) {
+  py::dict result;
+  result["tensor"] = limits.tensor_bytes;
+  result["plan"] = limits.plan_bytes;
+  result["run"] = limits.run_bytes;
+  result["plans"] = limits.plans;
+  return result;
+}
 
 // What `estuary convert` does: translate (the input shapes fixed before translation),
 // optimize, build, and save when asked to.
@@ -181,6 +222,7 @@ std::shared_ptr<ge::CompiledModel> convertModel(const ModelInput& input, const F
   manager->run(*graph);
   ge::BuildOptions build;
   build.num_threads = options.threads;
+  build.limits = options.limits;
   std::shared_ptr<ge::CompiledModel> model = ge::CompiledModel::build(*graph, build);
   if (options.output) model->save(*options.output);
   return model;
@@ -188,13 +230,16 @@ std::shared_ptr<ge::CompiledModel> convertModel(const ModelInput& input, const F
 
 // The keyword arguments every loading function takes, as pybind11 declares them.
 #define ESTUARY_LOAD_KWARGS                                                                          \
-  py::arg("framework") = py::none(), py::arg("weights") = py::none(), py::arg("signature") = py::none(), \
+  py::arg("framework") = py::none(), py::arg("weights") = py::none(),                                 \
+      py::arg("allowed_dirs") = std::vector<std::string>{}, py::arg("signature") = py::none(),      \
       py::arg("outputs") = std::vector<std::string>{},                                              \
       py::arg("frontend_options") = std::map<std::string, std::string>{}, py::arg("extensions") = py::none()
 
 constexpr const char* kLoadKwargsDoc =
     "framework: the frontend ('onnx', ...); chosen from the model when None.\n"
     "weights: where the weights are when not where the frontend looks.\n"
+    "allowed_dirs: folders besides the model's own where files the model names (external data,\n"
+    "    weight shards) may lie; others are refused.\n"
     "signature: the variant to load (a SavedModel's signature).\n"
     "outputs: names of values to return instead of the model's outputs.\n"
     "frontend_options: frontend-specific keys {key: value}.\n"
@@ -206,9 +251,9 @@ bool hasExtension(const std::string& path, std::string_view extension) {
 }
 
 // An exception class deriving from both EstuaryError and a Python built-in, raised for the
-// C++ ErrorType.
+// C++ ErrorType; returns the class.
 template <typename ErrorType>
-void registerInputError(py::module_& m, const char* name, const py::object& estuary_error, PyObject* builtin) {
+PyObject* registerBuiltinError(py::module_& m, const char* name, const py::object& estuary_error, PyObject* builtin) {
   py::tuple bases = py::make_tuple(estuary_error, py::reinterpret_borrow<py::object>(builtin));
   py::object type = py::reinterpret_steal<py::object>(
       PyErr_NewException((std::string("estuary._estuary.") + name).c_str(), bases.ptr(), nullptr));
@@ -222,6 +267,7 @@ void registerInputError(py::module_& m, const char* name, const py::object& estu
       PyErr_SetString(raised_type, error.what());
     }
   });
+  return raised_type;
 }
 
 }  // namespace
@@ -230,13 +276,13 @@ void registerInputError(py::module_& m, const char* name, const py::object& estu
 PYBIND11_MODULE(_estuary, m) {
   using namespace estuary;
   using estuary::python::Model;
-  using estuary::python::registerInputError;
+  using estuary::python::registerBuiltinError;
   m.doc() = "Estuary: one graph IR, YAML pass pipelines, and a graph-engine backend for the CPU.";
   auto estuary_error = py::register_exception<Error>(m, "EstuaryError", PyExc_RuntimeError);
   // Any other C++ exception (a bug: an index out of range) is an EstuaryError too, saying it
   // is internal, so that callers (the torch.compile fallback) catch one type. pybind11 tries
-  // the translators registered last first: this one passes Estuary's own errors (and
-  // bad_alloc, MemoryError) on to theirs by rethrowing.
+  // the translators registered last first: this one passes Estuary's own errors, bad_alloc
+  // and the exceptions pybind11 translates itself on by rethrowing.
   static PyObject* const internal_error_type = estuary_error.ptr();
   py::register_exception_translator([](std::exception_ptr raised) {
     try {
@@ -244,6 +290,10 @@ PYBIND11_MODULE(_estuary, m) {
     } catch (const Error&) {
       throw;
     } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const py::builtin_exception&) {
+      throw;  // py::value_error and its kin: Python's own exception types, meant as such
+    } catch (const py::error_already_set&) {
       throw;
     } catch (const std::exception& error) {
       PyErr_SetString(internal_error_type, (std::string("internal error: ") + error.what()).c_str());
@@ -253,8 +303,22 @@ PYBIND11_MODULE(_estuary, m) {
   py::register_exception<UnsupportedOpsError>(m, "UnsupportedOpsError", estuary_error.ptr());
   // Input errors are EstuaryErrors and what Python callers expect: TypeError for a wrong
   // dtype or kind, ValueError for a wrong shape, size or name.
-  registerInputError<InputTypeError>(m, "InputTypeError", estuary_error, PyExc_TypeError);
-  registerInputError<InputValueError>(m, "InputValueError", estuary_error, PyExc_ValueError);
+  registerBuiltinError<InputTypeError>(m, "InputTypeError", estuary_error, PyExc_TypeError);
+  registerBuiltinError<InputValueError>(m, "InputValueError", estuary_error, PyExc_ValueError);
+  // A model past its resource limits, or memory running out anywhere: an EstuaryError and a
+  // MemoryError, never an abort.
+  static PyObject* const resource_limit_type =
+      registerBuiltinError<ResourceLimitError>(m, "ResourceLimitError", estuary_error, PyExc_MemoryError);
+  py::register_exception_translator([](std::exception_ptr raised) {
+    try {
+      if (raised) std::rethrow_exception(raised);
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(resource_limit_type, "out of memory");
+    }
+  });
+  m.def("default_limits", [] { return python::limitsDict(ResourceLimits::forThisMachine()); },
+        "This machine's resource limits, in bytes (tensor, plan, run) and plans per model: what\n"
+        "`limits` starts from.");
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A graph in Estuary's core IR.")
       .def_static("parse", [](const std::string& text) { return std::shared_ptr<Graph>(parseGraph(text)); },
@@ -266,10 +330,10 @@ PYBIND11_MODULE(_estuary, m) {
       .def("verify", [](const Graph& graph) { verifyGraph(graph); })
       .def_static("import_model",
                   [](const py::object& model, const std::optional<std::string>& framework,
-                     const std::optional<std::string>& weights, const std::optional<std::string>& signature,
+                     const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs, const std::optional<std::string>& signature,
                      const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
                      const py::object& extensions) {
-                    python::LoadArguments load{framework, weights, signature, outputs, keys, extensions};
+                    python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
                     ModelInput input = python::modelInputOf(model);
                     FrontendOptions options = load.options();
                     py::gil_scoped_release release;
@@ -312,12 +376,12 @@ PYBIND11_MODULE(_estuary, m) {
   m.def(
       "convert",
       [](const py::object& model, const std::optional<std::string>& output, const InputShapes& input_shapes,
-         const std::string& pipeline, const std::vector<std::string>& disable, int threads,
-         const std::optional<std::string>& framework, const std::optional<std::string>& weights,
+         const std::string& pipeline, const std::vector<std::string>& disable, int threads, const py::object& limits,
+         const std::optional<std::string>& framework, const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs,
          const std::optional<std::string>& signature, const std::vector<std::string>& outputs,
          const std::map<std::string, std::string>& keys, const py::object& extensions) {
-        python::ConvertOptions options{output, input_shapes, pipeline, disable, threads};
-        python::LoadArguments load{framework, weights, signature, outputs, keys, extensions};
+        python::ConvertOptions options{output, input_shapes, pipeline, disable, threads, python::limitsOf(limits)};
+        python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
         ModelInput input = python::modelInputOf(model);
         FrontendOptions frontend_options = load.options(input_shapes);
         py::gil_scoped_release release;
@@ -325,26 +389,32 @@ PYBIND11_MODULE(_estuary, m) {
       },
       py::arg("model"), py::arg("output") = py::none(), py::kw_only(), py::arg("input_shapes") = InputShapes{},
       py::arg("pipeline") = "O2", py::arg("disable") = std::vector<std::string>{}, py::arg("threads") = 0,
-      ESTUARY_LOAD_KWARGS,
+      py::arg("limits") = py::none(), ESTUARY_LOAD_KWARGS,
       (std::string("Converts a framework's model into a runnable Model, like `estuary convert`: translate,\n"
                    "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic), run the pipeline,\n"
-                   "build; writes the offline model to `output` when given.\n") + python::kLoadKwargsDoc).c_str());
+                   "build; writes the offline model to `output` when given.\n"
+                   "limits: {'tensor': '4GiB', 'plan': ..., 'run': ..., 'plans': 16}, any of them, replacing\n"
+                   "    this machine's defaults (default_limits()); a model past them raises ResourceLimitError.\n") +
+       python::kLoadKwargsDoc).c_str());
 
   py::class_<Model>(m, "Model", "A graph built by the GE backend for the CPU, ready to run.")
-      .def(py::init([](const py::object& source, int threads, const std::optional<std::string>& framework,
-                       const std::optional<std::string>& weights, const std::optional<std::string>& signature,
+      .def(py::init([](const py::object& source, int threads, const py::object& limits,
+                       const std::optional<std::string>& framework,
+                       const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs, const std::optional<std::string>& signature,
                        const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
                        const py::object& extensions) {
              ge::BuildOptions options;
              options.num_threads = threads;
+             options.limits = python::limitsOf(limits);
              if (py::isinstance<Graph>(source)) {
                return Model(ge::CompiledModel::build(*source.cast<std::shared_ptr<Graph>>(), options));
              }
              ModelInput input = python::modelInputOf(source);
-             python::LoadArguments load{framework, weights, signature, outputs, keys, extensions};
+             python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
              FrontendOptions frontend_options = load.options();
              python::ConvertOptions convert;
              convert.threads = threads;
+             convert.limits = options.limits;
              py::gil_scoped_release release;
              const std::string& path = input.path();
              if (input.kind() == ModelInput::Kind::File && !framework) {
@@ -356,10 +426,11 @@ PYBIND11_MODULE(_estuary, m) {
              }
              return Model(python::convertModel(input, frontend_options, framework.value_or(""), convert));
            }),
-           py::arg("source"), py::arg("threads") = 0, py::kw_only(), ESTUARY_LOAD_KWARGS,
+           py::arg("source"), py::arg("threads") = 0, py::kw_only(), py::arg("limits") = py::none(), ESTUARY_LOAD_KWARGS,
            (std::string("Loads an offline model (.eom), builds an IR file (.est, .estir) or a Graph, or\n"
                         "converts a framework's model (a file, a directory, or a list of paths) with the O2\n"
-                        "pipeline. threads=0 uses every core.\n") + python::kLoadKwargsDoc).c_str())
+                        "pipeline. threads=0 uses every core; limits as estuary.convert takes them.\n") +
+            python::kLoadKwargsDoc).c_str())
       .def("run", &Model::run, py::arg("inputs"),
            "Runs with a dict name -> array or a list in input order; returns the outputs as a list.\n"
            "C-contiguous inputs of the right dtype are read in place; outputs are written in place.")

@@ -159,6 +159,17 @@ def test_bad_input_is_named(saved, tmp_path):
     foreign = split_copy(saved, tmp_path / "foreign")
     (foreign.parent / "split_variables" / "data_0").write_bytes(b"\0" * 64 + os.urandom(4096))
     assert "not a MindIR data file written little-endian" in convert_fails(foreign)
+    # A data file that is a symbolic link out of the model's folder: refused, unless the user
+    # allows the folder it leads to.
+    linked = split_copy(saved, tmp_path / "linked")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (linked.parent / "split_variables" / "data_0").rename(outside / "data_0")
+    (linked.parent / "split_variables" / "data_0").symlink_to(outside / "data_0")
+    message = convert_fails(linked)
+    assert f"which resolves to '{(outside / 'data_0').resolve()}', outside the model's directory" in message, message
+    allowed = run_cli("convert", linked, "-o", os.devnull, "--allow-dir", outside)
+    assert allowed.returncode == 0, allowed.stderr
     # Ops without a translation, all at once, with their nodes.
     unsupported = convert_fails(saved / "unsupported.mindir")
     assert "2 ops have no translation" in unsupported

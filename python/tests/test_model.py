@@ -119,6 +119,36 @@ def test_one_model_runs_from_eight_threads_with_mixed_shapes():
         np.testing.assert_array_equal(got, want)
 
 
+def test_huge_shapes_are_refused_with_a_resource_limit_error_and_the_model_runs_on():
+    limits = estuary.default_limits()
+    assert set(limits) == {"tensor", "plan", "run", "plans"}
+    assert 0 < limits["tensor"] <= limits["plan"] <= limits["run"]
+    with pytest.raises(estuary.ResourceLimitError, match=r"input 'x' f32\[1099511627776\] needs 4.0 TiB") as raised:
+        estuary.Model(estuary.Graph.parse("graph @g(%x: f32[1099511627776]) {\n  %y = Relu(%x)\n  return %y\n}"))
+    assert isinstance(raised.value, estuary.EstuaryError) and isinstance(raised.value, MemoryError)
+
+    # The Expand's shape is an input: only the run can refuse it, before allocating anything.
+    model = estuary.Model(estuary.Graph.parse(
+        "graph @g(%x: f32[1], %s: i64[2]) {\n  %y = Expand(%x, %s)\n  return %y\n}"))
+    x = np.array([2.5], np.float32)
+    with pytest.raises(estuary.ResourceLimitError, match=r"f32\[1048576,1048576\] needs 4.0 TiB"):
+        model.run({"x": x, "s": np.array([1 << 20, 1 << 20])})
+    (y,) = model.run({"x": x, "s": np.array([2, 3])})
+    np.testing.assert_array_equal(y, np.full((2, 3), 2.5, np.float32))
+
+
+def test_limits_are_set_per_model():
+    text = "graph @g(%x: f32[64,64]) {\n  %y = Exp(%x)\n  return %y\n}"
+    with pytest.raises(estuary.ResourceLimitError, match=r"more than the tensor limit of 1.0 KiB"):
+        estuary.Model(estuary.Graph.parse(text), limits={"tensor": "1KiB"})
+    model = estuary.Model(estuary.Graph.parse(text), limits={"tensor": 1 << 20, "plans": 4})
+    np.testing.assert_allclose(model.run([np.zeros((64, 64), np.float32)])[0], 1.0)
+    with pytest.raises(ValueError, match="limits has no key 'tensors'"):
+        estuary.Model(estuary.Graph.parse(text), limits={"tensors": "1KiB"})
+    with pytest.raises(estuary.EstuaryError, match="'lots' is not a size"):
+        estuary.Model(estuary.Graph.parse(text), limits={"run": "lots"})
+
+
 def test_nonzero_output_has_the_length_of_each_run():
     model = estuary.Model(estuary.Graph.parse("""graph @g(%x: i32[2,3]) {
   %y = NonZero(%x)

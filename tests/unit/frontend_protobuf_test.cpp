@@ -213,5 +213,42 @@ TEST(WeightSource, FilesBesideTheModelStayInsideItsDirectory) {
             std::string::npos);
 }
 
+TEST(WeightSource, FoldersTheUserAllowsMayHoldFilesTheModelNames) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(::testing::TempDir()) / "weights_allowed";
+  fs::remove_all(root);
+  fs::create_directories(root / "model");
+  fs::create_directories(root / "shared");
+  fs::create_directories(root / "private");
+  std::ofstream(root / "shared" / "w.bin") << "1234";
+  std::ofstream(root / "private" / "secret.bin") << "abcd";
+  fs::create_symlink(root / "shared" / "w.bin", root / "model" / "linked.bin");
+  fs::create_symlink(root / "private" / "secret.bin", root / "model" / "secret.bin");
+
+  WeightSource confined("m.onnx", (root / "model").string());
+  EXPECT_NE(errorOf([&] { confined.fileBeside("../shared/w.bin", "external data"); })
+                .find("not a path inside the model's directory (allow another folder explicitly to read it)"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { confined.fileBeside("linked.bin", "external data"); }).find("(through a symbolic link)"),
+            std::string::npos);
+
+  WeightSource allowed("m.onnx", (root / "model").string(), {(root / "shared").string()});
+  EXPECT_EQ(allowed.fileBeside("../shared/w.bin", "external data").size, 4u);
+  EXPECT_EQ(allowed.fileBeside((root / "shared" / "w.bin").string(), "external data").size, 4u);
+  EXPECT_EQ(allowed.fileBeside("linked.bin", "external data").size, 4u);
+  // Another folder stays closed, by any path.
+  for (const std::string& location : {std::string("../private/secret.bin"), std::string("secret.bin")}) {
+    std::string message = errorOf([&] { allowed.fileBeside(location, "external data"); });
+    EXPECT_NE(message.find("outside the model's directory '" + fs::canonical(root / "model").string() +
+                           "' and the folders allowed ('" + fs::canonical(root / "shared").string() + "')"),
+              std::string::npos)
+        << message;
+  }
+  WeightSource missing_folder("m.onnx", (root / "model").string(), {(root / "gone").string()});
+  EXPECT_NE(errorOf([&] { missing_folder.fileBeside("../private/secret.bin", "external data"); })
+                .find("the allowed folder '" + (root / "gone").string() + "' cannot be resolved"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace estuary

@@ -61,30 +61,49 @@ const MappedFile& WeightSource::fileBeside(const std::string& location, const st
     leaves = location.compare(start, end - start, "..") == 0;
     start = end + 1;
   }
-  if (leaves) {
-    raise(model_, ": ", what, " is at '", location, "', which is not a path inside the model's directory");
+  if (leaves && (allowed_dirs_.empty() || location.empty())) {
+    raise(model_, ": ", what, " is at '", location, "', which is not a path inside the model's directory",
+          " (allow another folder explicitly to read it)");
   }
-  return mapInside(directory_.empty() ? location : directory_ + "/" + location, location, what);
+  const bool absolute = location.front() == '/';
+  return mapInside(directory_.empty() || absolute ? location : directory_ + "/" + location, location, what);
 }
 
 const MappedFile& WeightSource::fileInside(const std::string& path, const std::string& what) {
   return mapInside(path, path, what);
 }
 
+namespace {
+
+// Whether the real path `real` lies in the real path `folder`.
+bool contains(const std::filesystem::path& folder, const std::filesystem::path& real) {
+  return std::mismatch(folder.begin(), folder.end(), real.begin(), real.end()).first == folder.end();
+}
+
+}  // namespace
+
 const MappedFile& WeightSource::mapInside(const std::string& path, const std::string& shown, const std::string& what) {
   // The words of a path may stay inside while a symbolic link on the way leads out. Compare
   // real paths (a file that does not exist is reported by file(), with its name).
   std::error_code missing;
   std::filesystem::path real = std::filesystem::canonical(path, missing);
-  if (!missing) {
-    std::filesystem::path folder = std::filesystem::canonical(directory_.empty() ? "." : directory_);
-    auto [folder_end, real_at] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
-    if (folder_end != folder.end()) {
-      raise(model_, ": ", what, " is at '", shown, "', which resolves to '", real.string(),
-            "', outside the model's directory '", folder.string(), "' (through a symbolic link)");
-    }
+  if (missing) return file(path, what);
+  std::filesystem::path folder = std::filesystem::canonical(directory_.empty() ? "." : directory_);
+  if (contains(folder, real)) return file(path, what);
+  std::string allowed;
+  for (const std::string& dir : allowed_dirs_) {
+    std::error_code unusable;
+    std::filesystem::path allowed_folder = std::filesystem::canonical(dir, unusable);
+    if (unusable) raise(model_, ": the allowed folder '", dir, "' cannot be resolved: ", unusable.message());
+    if (contains(allowed_folder, real)) return file(path, what);
+    allowed += (allowed.empty() ? "" : ", ") + ("'" + allowed_folder.string() + "'");
   }
-  return file(path, what);
+  if (allowed.empty()) {
+    raise(model_, ": ", what, " is at '", shown, "', which resolves to '", real.string(),
+          "', outside the model's directory '", folder.string(), "' (through a symbolic link)");
+  }
+  raise(model_, ": ", what, " is at '", shown, "', which resolves to '", real.string(),
+        "', outside the model's directory '", folder.string(), "' and the folders allowed (", allowed, ")");
 }
 
 }  // namespace estuary

@@ -73,6 +73,9 @@ struct FrontendOptions {
   // Where the weights are when not where the frontend looks by default (a Paddle
   // .pdiparams elsewhere, a MindIR variables folder).
   std::string weights;
+  // Folders besides the model's own in which files the model names (external data, weight
+  // shards, parameters) may lie, real paths compared. Empty: the model's folder only.
+  std::vector<std::string> allowed_dirs;
   // Names the graph's inputs and outputs must have. Inputs given are checked and put in
   // this order; outputs given become the graph's outputs, any value of the model by name
   // (ATC's --out_nodes). Empty: the model's own.

@@ -22,8 +22,10 @@ namespace estuary {
 class WeightSource {
  public:
   // `model` names the model in errors; files beside the model are found in `directory`.
-  explicit WeightSource(std::string model, std::string directory = {})
-      : model_(std::move(model)), directory_(std::move(directory)) {}
+  // Files the model names must lie in that directory or in one of `allowed_dirs`, folders
+  // the user allowed explicitly (FrontendOptions::allowed_dirs).
+  explicit WeightSource(std::string model, std::string directory = {}, std::vector<std::string> allowed_dirs = {})
+      : model_(std::move(model)), directory_(std::move(directory)), allowed_dirs_(std::move(allowed_dirs)) {}
 
   // A tensor of `dtype` and `dims` over `bytes`, which `owner` keeps alive: wrapped when
   // aligned, copied otherwise. Raises an Error naming `what` when the byte count is not
@@ -34,11 +36,12 @@ class WeightSource {
   // A file beside the model, `location` relative to its directory, mapped once. Locations
   // leaving the directory (absolute, or through "..") are refused, as ONNX's external data
   // rules require: a model file must not make Estuary read arbitrary files. So is one whose
-  // real path (symbolic links followed) lies outside the directory's.
+  // real path (symbolic links followed) lies outside the directory's. With allowed folders,
+  // any location whose real path lies in the directory or in one of them is read.
   const MappedFile& fileBeside(const std::string& location, const std::string& what);
   // A file of the model's own folder found by its layout (a SavedModel's variable shards, the
   // parameters beside a Paddle program): mapped once, refused when its real path lies outside
-  // the directory's real path.
+  // the directory's real path and the allowed folders'.
   const MappedFile& fileInside(const std::string& path, const std::string& what);
   // A file the user named (a --weights path), mapped once.
   const MappedFile& file(const std::string& path, const std::string& what);
@@ -56,11 +59,13 @@ class WeightSource {
   size_t copied() const { return copied_; }
 
  private:
-  // `path` mapped once, refused (naming it `shown`) when its real path is outside directory_'s.
+  // `path` mapped once, refused (naming it `shown`) when its real path is outside directory_'s
+  // and every allowed folder's.
   const MappedFile& mapInside(const std::string& path, const std::string& shown, const std::string& what);
 
   std::string model_;
   std::string directory_;
+  std::vector<std::string> allowed_dirs_;
   std::map<std::string, MappedFile> files_;
   size_t wrapped_ = 0;
   size_t copied_ = 0;

@@ -10,9 +10,12 @@
 //   contexts.run(inputs, outputs);                           // each run on a context of its own
 //
 // Inputs with symbolic dims run at any concrete size: the first run with a new shape
-// signature builds a plan for it (kernels, memory plan), later runs reuse it.
+// signature builds a plan for it (kernels, memory plan), later runs reuse it. A plan or a
+// value larger than BuildOptions::limits is refused (ResourceLimitError) before anything is
+// allocated for it, at build for static shapes, at the first run of a shape otherwise.
 #include <cstdint>
 #include <array>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +26,7 @@
 
 #include "estuary/ge/device.h"
 #include "estuary/ge/kernel.h"
+#include "estuary/support/limits.h"
 #include "estuary/transforms/input_shapes.h"
 #include "estuary/ir/graph.h"
 
@@ -53,6 +57,9 @@ struct BuildOptions {
   // Sizes the named symbolic dims may take (ATC's input shape ranges); a run with a size
   // outside is refused naming the input. Saved in the offline model.
   std::map<std::string, DimRange> dim_ranges;
+  // How much memory a tensor, a plan and a run may take, and how many plans are kept. Not
+  // saved in the offline model: they belong to the machine that runs it.
+  ResourceLimits limits = ResourceLimits::forThisMachine();
 };
 
 // What a build did, for `estuary build` and logs.
@@ -73,6 +80,7 @@ struct BuildReport {
   size_t fused_epilogues = 0;
   size_t folded_transposes = 0;  // Transposes read by a MatMul through strides instead of copied
   size_t weight_bytes = 0;
+  size_t plans_built = 0;  // one per input shape signature (and values of shape inputs)
   // For the most recently built plan:
   size_t planned_activation_bytes = 0;  // arena size
   size_t lower_bound_bytes = 0;         // the most bytes alive at once
@@ -141,7 +149,12 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   std::vector<IoInfo> outputs_;
   mutable BuildReport report_;
   mutable std::mutex plans_mutex_;
-  mutable std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;  // by shape signature
+  struct CachedPlan {
+    std::shared_ptr<const Plan> plan;
+    std::list<std::string>::iterator use;  // its place in plan_use_order_
+  };
+  mutable std::unordered_map<std::string, CachedPlan> plans_;  // by shape signature
+  mutable std::list<std::string> plan_use_order_;               // keys, most recently used first
   // Inputs whose values key the plans; decided once, under plans_mutex_, by the first plan.
   mutable std::vector<bool> shape_inputs_;
   mutable bool shape_inputs_decided_ = false;
