@@ -144,11 +144,10 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
     }
     try {
       model->planFor(descs);
-    } catch (const ResourceLimitError&) {
-      throw;
-    } catch (const Error&) {
+    } catch (const UnknownShapeError&) {
       // Shapes alone may not be enough to plan: the first run, which brings the values of
-      // small integer inputs, plans then (see planFor) or reports the error.
+      // small inputs, plans then (see planFor) or reports the error. Any other error (a node
+      // without a kernel) is reported now: a build never succeeds with a plan it could not make.
       if (!may_need_values) throw;
     }
   }

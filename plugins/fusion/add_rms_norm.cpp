@@ -106,6 +106,23 @@ ShapeRestriction readRestriction(const PassOptions& options) {
   return restriction;
 }
 
+// What the kernel (add_rms_norm_kernel.cpp) computes: f32 addends of one shape, no
+// broadcasting, and an f32 gamma of exactly the normalized dims. Anything else stays an Add and
+// an RMSNormalization, which run at any dtype the CPU device has kernels for.
+bool kernelTakes(const Value* x1, const Value* x2, const Value* gamma, const Attribute* axis_attr) {
+  if (x1->dtype() != DType::F32 || x2->dtype() != DType::F32 || gamma->dtype() != DType::F32) return false;
+  const Shape& sum = x1->shape();
+  if (!sum.isRanked() || !gamma->shape().isRanked() || !(sum == x2->shape())) return false;
+  int64_t rank = static_cast<int64_t>(sum.rank());
+  int64_t axis = axis_attr ? axis_attr->asInt() : -1;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || static_cast<int64_t>(gamma->shape().rank()) != rank - axis) return false;
+  for (int64_t d = axis; d < rank; ++d) {
+    if (!(gamma->shape()[static_cast<size_t>(d - axis)] == sum[static_cast<size_t>(d)])) return false;
+  }
+  return true;
+}
+
 Pattern addRmsNormPattern(ShapeRestriction restriction) {
   Pattern pattern(kPassName);
   PatternValue x1 = pattern.capture("x1");
@@ -119,11 +136,9 @@ Pattern addRmsNormPattern(ShapeRestriction restriction) {
                (stash->kind() == AttrKind::Int && stash->asInt() == 1);
       });
   pattern.results({norm, add});
-  if (restriction.restricts()) {
-    pattern.check([restriction, add](const Match& match) {
-      return restriction.allows(match[add]->shape());
-    });
-  }
+  pattern.check([restriction, add, norm, x1, x2, gamma](const Match& match) {
+    return restriction.allows(match[add]->shape()) && kernelTakes(match[x1], match[x2], match[gamma], match.attr(norm, "axis"));
+  });
   pattern.replace([x1, x2, gamma, norm](const Match& match, Rewriter& rewriter) {
     Node* fused = rewriter.create("estuary::AddRMSNorm", {match[x1], match[x2], match[gamma]}, 2);
     const Attribute* epsilon = match.attr(norm, "epsilon");

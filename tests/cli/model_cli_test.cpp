@@ -343,6 +343,33 @@ TEST_F(ModelCli, PluginOpsNeedTheirPluginToBuildAndRun) {
   EXPECT_CONTAINS(bad.output, "no_such_plugin");
 }
 
+// The fusion's kernel computes f32 without broadcasting: a bf16 Add + RMSNormalization stays
+// unfused and runs, and a graph that holds the fused op where no kernel takes it is refused by
+// the build, naming the node, rather than built and then failing at run. Its gamma is a small
+// vector, which the build once took for a possible shape input and so forgave the failed plan.
+TEST_F(ModelCli, ABuildNeverSucceedsWithAPlanItCouldNotMake) {
+  const std::string header = "graph @g(%x: bf16[2,64], %r: bf16[2,64], %gamma: bf16[64]) {\n";
+  std::ofstream(path("bf16.est")) << header
+                                  << "  %s = Add(%x, %r)\n  %y = RMSNormalization(%s, %gamma) {axis = -1}\n"
+                                     "  return %y, %s\n}\n";
+  ASSERT_EQ(runCli("optimize " + path("bf16.est") + " --pipeline O2 -o " + path("bf16_o2.est") + " --quiet").exit_code, 0);
+  std::ifstream optimized(path("bf16_o2.est"));
+  std::string text((std::istreambuf_iterator<char>(optimized)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("AddRMSNorm"), std::string::npos) << text;
+  CliRun built = runCli("build " + path("bf16_o2.est") + " -o " + path("bf16.eom") + " --plugin fusion_add_rms_norm");
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  EXPECT_CONTAINS(built.output, "activation memory: 512 bytes planned");
+
+  std::ofstream(path("fused.est")) << header
+                                   << "  %y, %s = estuary::AddRMSNorm(%x, %r, %gamma) {axis = -1, epsilon = 1e-05}\n"
+                                      "  return %y, %s\n}\n";
+  CliRun refused = runCli("build " + path("fused.est") + " -o " + path("fused.eom") + " --plugin fusion_add_rms_norm");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_CONTAINS(refused.output, "node #0 (estuary::AddRMSNorm): no CPU kernel of estuary::AddRMSNorm supports inputs "
+                                  "(bf16[2,64], bf16[2,64], bf16[64])");
+  EXPECT_FALSE(std::filesystem::exists(path("fused.eom")));
+}
+
 TEST_F(ModelCli, UnknownFlagsAndMissingArgumentsAreUsageErrors) {
   CliRun flag = runCli("run " + path("m.est") + " --bogus -o " + path("o.npz"));
   EXPECT_EQ(flag.exit_code, 2);

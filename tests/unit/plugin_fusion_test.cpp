@@ -25,12 +25,12 @@ int64_t fuse(Graph& graph, const OptionMap& options = {}) {
   return pass->run(graph, context).changes;
 }
 
-const char* kTwoLayers = R"(graph @main(%h: f16[batch,seq,4096], %d1: f16[batch,seq,4096], %g1: f16[4096], %g2: f16[4096]) {
-  %s1 = Add(%h, %d1) : f16[batch,seq,4096]
-  %y1 = RMSNormalization(%s1, %g1) {epsilon = 1e-06} : f16[batch,seq,4096] loc("layer0/norm")
-  %t = Tanh(%y1) : f16[batch,seq,4096]
-  %s2 = Add(%s1, %t) : f16[batch,seq,4096]
-  %y2 = RMSNormalization(%s2, %g2) : f16[batch,seq,4096]
+const char* kTwoLayers = R"(graph @main(%h: f32[batch,seq,4096], %d1: f32[batch,seq,4096], %g1: f32[4096], %g2: f32[4096]) {
+  %s1 = Add(%h, %d1) : f32[batch,seq,4096]
+  %y1 = RMSNormalization(%s1, %g1) {epsilon = 1e-06} : f32[batch,seq,4096] loc("layer0/norm")
+  %t = Tanh(%y1) : f32[batch,seq,4096]
+  %s2 = Add(%s1, %t) : f32[batch,seq,4096]
+  %y2 = RMSNormalization(%s2, %g2) : f32[batch,seq,4096]
   return %y2, %s2
 })";
 
@@ -59,10 +59,10 @@ TEST(PluginFusion, FusesEachLayerAndRewiresOtherUsersOfTheSum) {
   // The second layer's Add reads the first sum from the fused op, and then fuses itself;
   // the default epsilon of the second norm is written out.
   EXPECT_EQ(printGraph(*graph),
-            R"(graph @main(%h: f16[batch,seq,4096], %d1: f16[batch,seq,4096], %g1: f16[4096], %g2: f16[4096]) {
-  %y1, %s1 = estuary::AddRMSNorm(%h, %d1, %g1) {axis = -1, epsilon = 1e-06} : f16[batch,seq,4096], f16[batch,seq,4096] loc("layer0/norm")
-  %t = Tanh(%y1) : f16[batch,seq,4096]
-  %y2, %s2 = estuary::AddRMSNorm(%s1, %t, %g2) {axis = -1, epsilon = 1e-05} : f16[batch,seq,4096], f16[batch,seq,4096]
+            R"(graph @main(%h: f32[batch,seq,4096], %d1: f32[batch,seq,4096], %g1: f32[4096], %g2: f32[4096]) {
+  %y1, %s1 = estuary::AddRMSNorm(%h, %d1, %g1) {axis = -1, epsilon = 1e-06} : f32[batch,seq,4096], f32[batch,seq,4096] loc("layer0/norm")
+  %t = Tanh(%y1) : f32[batch,seq,4096]
+  %y2, %s2 = estuary::AddRMSNorm(%s1, %t, %g2) {axis = -1, epsilon = 1e-05} : f32[batch,seq,4096], f32[batch,seq,4096]
   return %y2, %s2
 }
 )");
@@ -108,6 +108,31 @@ TEST(PluginFusion, LeavesNormsWithAnotherStashTypeAlone) {
   return %y, %z
 }
 )");
+}
+
+// The fused kernel computes f32 addends of one shape with a gamma of the normalized dims:
+// anything else stays unfused, since the build would find no kernel for it.
+TEST(PluginFusion, FusesOnlyWhatItsKernelComputes) {
+  for (const char* text : {
+           R"(graph @main(%a: bf16[2,8], %b: bf16[2,8], %g: bf16[8]) {
+  %s = Add(%a, %b) : bf16[2,8]
+  %y = RMSNormalization(%s, %g) : bf16[2,8]
+  return %y
+})",
+           R"(graph @main(%a: f32[2,8], %b: f32[8], %g: f32[8]) {
+  %s = Add(%a, %b) : f32[2,8]
+  %y = RMSNormalization(%s, %g) : f32[2,8]
+  return %y
+})",
+           R"(graph @main(%a: f32[2,8], %b: f32[2,8], %g: f32[1]) {
+  %s = Add(%a, %b) : f32[2,8]
+  %y = RMSNormalization(%s, %g) : f32[2,8]
+  return %y
+})",
+       }) {
+    std::unique_ptr<Graph> graph = parseGraph(text);
+    EXPECT_EQ(fuse(*graph), 0) << text;
+  }
 }
 
 TEST(PluginFusion, BadOptionsNameThePassAndOption) {
