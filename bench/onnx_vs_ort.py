@@ -1,15 +1,22 @@
-"""Estuary against ONNX Runtime on real models exported from PyTorch, in one run on the same
-machine and thread count: median and p90 latency, peak RSS, and Estuary's conversion time
-against ORT's session creation.
+"""Estuary against ONNX Runtime and OpenVINO on real models exported from PyTorch, in one run
+on the same machine and thread count: median and p90 latency, peak RSS, and Estuary's
+conversion time against the others' session creation and model compilation. Each table
+starts with the CPU model and the machine's memory read rate (build/bin/bandwidth_probe), the
+bar for the memory-bound GPT-2 decode step, whose weight streaming rate follows the table.
 
     .venvs/torch/bin/python bench/onnx_vs_ort.py                # every model, 1 and 2 threads
     .venvs/torch/bin/python bench/onnx_vs_ort.py --models resnet50 --threads 1 --batches 1
+    .venvs/torch/bin/python bench/onnx_vs_ort.py --engines estuary onnxruntime
 
 Each measurement runs in a fresh process that imports only NumPy and one engine, so peak
-RSS is the engine's own. The engines alternate, --rounds times per configuration; each
-figure is the median over the rounds, and the ratio the median of the rounds' ratios, so that
-a slow spell of the shared machine (it can add 40%) hits both alike. Each engine runs with its own defaults for idle workers: ONNX Runtime's
-spin, Estuary's short spin (GOMP_SPINCOUNT=10000, set by `import estuary`).
+RSS is the engine's own; OpenVINO runs in .venvs/openvino (bench/envs/openvino.txt, made on
+first use). The engines alternate, --rounds times per configuration; each figure is the median
+over the rounds, and a ratio the median of the rounds' ratios, so that a slow spell of the
+shared machine (it can add 40%) hits all alike. Each engine runs with its own defaults for idle
+workers (ONNX Runtime's spin, Estuary's short spin, GOMP_SPINCOUNT=10000 set by `import
+estuary`) and for latency: ORT with all graph optimizations, OpenVINO with
+PERFORMANCE_HINT=LATENCY and f32 inference precision (its default on CPUs with bf16 would be
+bf16), both with the thread count asked for.
 """
 import argparse
 import json
@@ -26,6 +33,10 @@ import bench_common as common
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CNNS = ("resnet50", "mobilenet_v2")
 ALL_MODELS = ("resnet50", "mobilenet_v2", "bert_encoder", "gpt2_decoder")
+ENGINES = ("estuary", "onnxruntime", "openvino")
+ENGINE_NAMES = {"estuary": "Estuary", "onnxruntime": "ORT", "openvino": "OpenVINO"}
+# The environment each engine's worker runs in (bench_common.python_of).
+ENGINE_ENVIRONMENTS = {"estuary": None, "onnxruntime": None, "openvino": "openvino"}
 
 
 def peak_rss_mib():
@@ -55,6 +66,16 @@ def worker(args):
         shapes = {name: list(value.shape) for name, value in inputs.items()}
         model = estuary.convert(args.onnx, input_shapes=shapes, threads=threads)
         run = lambda: model.run(inputs)  # noqa: E731
+    elif args.worker == "openvino":
+        import openvino as ov
+
+        core = ov.Core()
+        model = core.read_model(args.onnx)
+        model.reshape({model.input(name).get_any_name(): list(value.shape) for name, value in inputs.items()})
+        compiled = core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
+                                                     "INFERENCE_PRECISION_HINT": "f32"})
+        request = compiled.create_infer_request()
+        run = lambda: request.infer(inputs)  # noqa: E731
     else:
         import onnxruntime as ort
 
@@ -77,13 +98,35 @@ def worker(args):
 
 def measure(engine, onnx_path, inputs_path, threads, args):
     environment = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    command = [sys.executable, __file__, "--worker", engine, "--onnx", onnx_path, "--inputs", inputs_path,
+    python = sys.executable
+    if ENGINE_ENVIRONMENTS[engine]:
+        python = common.python_of(ENGINE_ENVIRONMENTS[engine])
+    command = [python, __file__, "--worker", engine, "--onnx", onnx_path, "--inputs", inputs_path,
                "--threads", str(threads), "--iterations", str(args.iterations), "--seconds", str(args.seconds),
                "--warmup", str(args.warmup)]
     done = subprocess.run(command, env=environment, capture_output=True, text=True)
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bandwidth_probe(threads):
+    """The machine's memory read rate in GB/s per thread count, or None without the probe."""
+    probe = os.path.join(ROOT, "build", "bin", "bandwidth_probe")
+    if not os.path.exists(probe):
+        return None
+    command = [probe, "--json"] + [arg for count in threads for arg in ("--threads", str(count))]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return {row["threads"]: row["gb_per_s"] for row in map(json.loads, done.stdout.splitlines())}
+
+
+def weight_bytes(onnx_path):
+    """The bytes of a model's initializers (external data included), which a decode step reads."""
+    import onnx
+
+    model = onnx.load(onnx_path, load_external_data=False)
+    return sum(int(np.prod(tensor.dims)) * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+               for tensor in model.graph.initializer)
 
 
 def summarize(results):
@@ -101,23 +144,38 @@ def main():
     parser.add_argument("--seconds", type=float, default=5.0, help="and at least this long")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3,
-                        help="alternate the two engines this many times per configuration; medians of the rounds")
+                        help="alternate the engines this many times per configuration; medians of the rounds")
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES,
+                        help="Estuary and the engines to compare it with")
     parser.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "estuary_bench_onnx"))
-    parser.add_argument("--worker", choices=("estuary", "onnxruntime"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--onnx", help=argparse.SUPPRESS)
     parser.add_argument("--inputs", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
+    engines = ["estuary"] + [engine for engine in args.engines if engine != "estuary"]
+    for engine in engines:
+        if ENGINE_ENVIRONMENTS[engine]:
+            common.ensure_environment(ENGINE_ENVIRONMENTS[engine])
 
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import models
 
-    rows = []
-    print("| model | batch | threads | Estuary median / p90 ms | ORT median / p90 ms | ratio | Estuary / ORT peak RSS MiB "
-          "| Estuary convert s / ORT session s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"CPU: {common.cpu_model()}")
+    probe = bandwidth_probe(args.threads)
+    if probe:
+        print("memory read rate (build/bin/bandwidth_probe, 512 MiB): " +
+              ", ".join(f"{rate:.1f} GB/s at {count} thread{'s' if count > 1 else ''}" for count, rate in probe.items()))
+    others = engines[1:]
+    names = [ENGINE_NAMES[engine] for engine in engines]
+    print("| model | batch | threads | " + " | ".join(f"{name} median / p90 ms" for name in names) + " | " +
+          " | ".join(f"Estuary / {ENGINE_NAMES[engine]}" for engine in others) + " | peak RSS MiB (" +
+          " / ".join(names) + ") | load s (" + " / ".join(names) + ") |")
+    print("|---|---|---|" + "---|" * (2 * len(engines) + 1))
+    ratios = {engine: [] for engine in others}
+    streaming = []
     for name in args.models:
         for batch in (args.batches if name in CNNS else [1]):
             onnx_path, inputs = models.export_onnx(name, args.workdir, batch=1)
@@ -125,24 +183,37 @@ def main():
             inputs_path = os.path.join(args.workdir, f"{name}_b{batch}.npz")
             np.savez(inputs_path, **inputs)
             for threads in args.threads:
-                pairs = []
-                for _ in range(args.rounds):
-                    pairs.append((measure("estuary", onnx_path, inputs_path, threads, args),
-                                  measure("onnxruntime", onnx_path, inputs_path, threads, args)))
-                errors = [result["error"] for pair in pairs for result in pair if "error" in result]
+                rounds = [{engine: measure(engine, onnx_path, inputs_path, threads, args) for engine in engines}
+                          for _ in range(args.rounds)]
+                errors = [f"{ENGINE_NAMES[engine]}: {result['error']}" for measured in rounds
+                          for engine, result in measured.items() if "error" in result]
                 if errors:
-                    print(f"| {name} | {batch} | {threads} | {errors[0]} | | | | |")
+                    print(f"| {name} | {batch} | {threads} | {errors[0]} |")
                     continue
-                ours, theirs = (summarize([pair[k] for pair in pairs]) for k in (0, 1))
-                ratio = statistics.median(a["median_ms"] / b["median_ms"] for a, b in pairs)
-                print(f"| {name} | {batch} | {threads} | {ours['median_ms']:.2f} / {ours['p90_ms']:.2f} "
-                      f"| {theirs['median_ms']:.2f} / {theirs['p90_ms']:.2f} | {ratio:.2f} "
-                      f"| {ours['peak_rss_mib']:.0f} / {theirs['peak_rss_mib']:.0f} "
-                      f"| {ours['build_s']:.2f} / {theirs['build_s']:.2f} |", flush=True)
-                rows.append(ratio)
-    if rows:
-        print(f"\nmedian latency ratio Estuary/ORT over {len(rows)} configurations: "
-              f"{statistics.median(rows):.2f} (target <= 0.85)")
+                figures = {engine: summarize([measured[engine] for measured in rounds]) for engine in engines}
+                row_ratios = {engine: statistics.median(measured["estuary"]["median_ms"] / measured[engine]["median_ms"]
+                                                        for measured in rounds) for engine in others}
+                for engine, ratio in row_ratios.items():
+                    ratios[engine].append(ratio)
+                print(f"| {name} | {batch} | {threads} | " +
+                      " | ".join(f"{figures[e]['median_ms']:.2f} / {figures[e]['p90_ms']:.2f}" for e in engines) + " | " +
+                      " | ".join(f"{row_ratios[e]:.2f}" for e in others) + " | " +
+                      " / ".join(f"{figures[e]['peak_rss_mib']:.0f}" for e in engines) + " | " +
+                      " / ".join(f"{figures[e]['build_s']:.2f}" for e in engines) + " |", flush=True)
+                if name == "gpt2_decoder":
+                    weights_gb = weight_bytes(onnx_path) / 1e9
+                    streaming.append(f"GPT-2 decode step at {threads} thread{'s' if threads > 1 else ''}: "
+                                     f"{weights_gb * 1000:.0f} MB of weights streamed at " +
+                                     ", ".join(f"{weights_gb / (figures[e]['median_ms'] / 1000):.1f} GB/s ({ENGINE_NAMES[e]})"
+                                               for e in engines) +
+                                     (f"; the probe reads {probe[threads]:.1f} GB/s" if probe and threads in probe else ""))
+    for line in streaming:
+        print(line)
+    for engine, values in ratios.items():
+        if values:
+            target = 0.85 if engine == "onnxruntime" else 0.9
+            print(f"median latency ratio Estuary/{ENGINE_NAMES[engine]} over {len(values)} configurations: "
+                  f"{statistics.median(values):.2f} (target <= {target})")
 
 
 if __name__ == "__main__":
