@@ -144,10 +144,14 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
     }
     try {
       model->planFor(descs);
-    } catch (const UnknownShapeError&) {
-      // Shapes alone may not be enough to plan: the first run, which brings the values of
-      // small inputs, plans then (see planFor) or reports the error. Any other error (a node
-      // without a kernel) is reported now: a build never succeeds with a plan it could not make.
+    } catch (const NoKernelError&) {
+      throw;  // no input value can give the node a kernel: a build never succeeds without one
+    } catch (const ResourceLimitError&) {
+      throw;
+    } catch (const Error&) {
+      // Shapes alone may not be enough to plan (a Reshape's target, a reduction's axes fed as
+      // inputs): the first run, which brings the values of small inputs, plans then (see
+      // planFor) or reports the error.
       if (!may_need_values) throw;
     }
   }

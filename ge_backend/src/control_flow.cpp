@@ -64,7 +64,7 @@ void setLoopOutputTypes(Node& loop) {
   if (scanned == 0) return;
   const Tensor* trip_count = loop.input(0) ? constantOf(loop.input(0)) : nullptr;
   if (!trip_count) {
-    raiseAs<UnknownShapeError>(loop.describe(), ": its scan outputs are as long as the trip count, and M is ",
+    raise(loop.describe(), ": its scan outputs are as long as the trip count, and M is ",
           loop.input(0) ? "known only at run time" : "absent",
           "; the CPU backend plans static shapes, so it needs a constant M for a loop with scan outputs");
   }

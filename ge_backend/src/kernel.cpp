@@ -134,7 +134,7 @@ std::shared_ptr<const Kernel> KernelRegistry::create(const KernelBuildContext& c
     return text;
   };
   if (it == entries_.end()) {
-    raise(node.describe(), ": the CPU device has no kernel for op ", node.qualifiedOpType());
+    raiseAs<NoKernelError>(node.describe(), ": the CPU device has no kernel for op ", node.qualifiedOpType());
   }
   bool all_plain = true;
   for (size_t i = 0; i < context.numInputs(); ++i) all_plain &= context.input(i).layout == Layout::Plain;
@@ -148,7 +148,8 @@ std::shared_ptr<const Kernel> KernelRegistry::create(const KernelBuildContext& c
     auto keep_alive = entry.keep_alive;
     return std::shared_ptr<const Kernel>(kernel.release(), [keep_alive](const Kernel* k) { delete k; });
   }
-  raise(node.describe(), ": no CPU kernel of ", node.qualifiedOpType(), " supports inputs (", describeInputs(), ")");
+  raiseAs<NoKernelError>(node.describe(), ": no CPU kernel of ", node.qualifiedOpType(), " supports inputs (",
+                         describeInputs(), ")");
 }
 
 std::vector<std::string> KernelRegistry::ops() const {

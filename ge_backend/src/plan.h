@@ -83,14 +83,6 @@ class PlanState {
   uint64_t profiled_runs_ = 0;
 };
 
-// A plan needs shapes that the input shapes alone do not give: they come from the values of
-// inputs (a Reshape's target fed as an input), which the first run brings. The build then
-// leaves planning to that run; any other planning error is the build's own.
-class UnknownShapeError : public Error {
- public:
-  using Error::Error;
-};
-
 // The constant a value holds when a Constant node produces it, else nullptr.
 const Tensor* constantOf(const Value* value);
 

@@ -76,8 +76,8 @@ std::vector<TensorDesc> descsOf(const std::vector<Value*>& values, const Node& n
       continue;
     }
     if (!value->type().isKnown() || !value->shape().isStatic()) {
-      raiseAs<UnknownShapeError>(node.describe(), ": value '", value->name(), "' has type ", value->type().str(),
-                                 " after shape inference; the backend needs static shapes here");
+      raise(node.describe(), ": value '", value->name(), "' has type ", value->type().str(),
+            " after shape inference; the backend needs static shapes here");
     }
     descs.push_back(TensorDesc::of(value->type()));
     if (!layouts.empty()) descs.back().layout = layouts[descs.size() - 1];

@@ -343,6 +343,23 @@ TEST_F(ModelCli, PluginOpsNeedTheirPluginToBuildAndRun) {
   EXPECT_CONTAINS(bad.output, "no_such_plugin");
 }
 
+// IR that holds ops the backend's lowering makes (a dump of a lowered graph) builds in a fresh
+// process: their schemas are the core's, not a side effect of creating the CPU device.
+TEST_F(ModelCli, BuildsIrHoldingTheBackendsOwnOps) {
+  std::ofstream(path("lowered.est")) << R"(graph @g(%x: f32[2,8], %w: f32[4,8]) {
+  %r = estuary::Reorder(%x) {layout = "plain"}
+  %y = estuary::FusedMatMul(%r, %w) {transB = 1, epilogue = graph @epilogue(%p: f32[2,4]) {
+    %q = Relu(%p)
+    return %q
+  }}
+  return %y
+}
+)";
+  CliRun built = runCli("build " + path("lowered.est") + " -o " + path("lowered.eom") + " --kernels");
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  EXPECT_CONTAINS(built.output, "(estuary::FusedMatMul) -> ");
+}
+
 // The fusion's kernel computes f32 without broadcasting: a bf16 Add + RMSNormalization stays
 // unfused and runs, and a graph that holds the fused op where no kernel takes it is refused by
 // the build, naming the node, rather than built and then failing at run. Its gamma is a small

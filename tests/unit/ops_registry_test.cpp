@@ -3,6 +3,9 @@
 #include "estuary/ops/inference_helpers.h"
 #include "estuary/ops/schema.h"
 #include "ops_test_support.h"
+#include "estuary/ir/verifier.h"
+#include "estuary/text/parser.h"
+#include "estuary/transforms/shape_inference.h"
 
 namespace estuary {
 namespace {
@@ -21,6 +24,27 @@ TEST(OpRegistry, GlobalHoldsTheCoreOps) {
   EXPECT_EQ(registry.find("Add", "estuary"), nullptr);
   EXPECT_EQ(registry.find("NoSuchOp"), nullptr);
   EXPECT_GE(registry.size(), 120u);
+}
+
+// The ops backends' lowering makes are the core's too: IR holding them (a dump after lowering,
+// an offline model's graph) parses, verifies and infers in a process with no device (this
+// test binary links the core alone).
+TEST(OpRegistry, GlobalHoldsTheOpsBackendsMake) {
+  const OpRegistry& registry = OpRegistry::global();
+  for (const char* op : {"FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "Reorder"}) {
+    EXPECT_NE(registry.find(op, "estuary"), nullptr) << op;
+  }
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @g(%x: f32[2,8], %w: f32[4,8]) {
+  %r = estuary::Reorder(%x) {layout = "plain"}
+  %y = estuary::FusedMatMul(%r, %w) {transB = 1, epilogue = graph @epilogue(%p: f32[2,4]) {
+    %q = Relu(%p)
+    return %q
+  }}
+  return %y
+})");
+  verifyGraph(*graph);
+  inferShapes(*graph, registry);
+  EXPECT_EQ(graph->output(0)->type().str(), "f32[2,4]");
 }
 
 TEST(OpRegistry, AllIsSortedByQualifiedName) {

@@ -15,6 +15,9 @@ void registerIndexingOps(OpRegistry& registry);
 void registerGeneratorOps(OpRegistry& registry);
 void registerReductionOps(OpRegistry& registry);
 void registerControlFlowOps(OpRegistry& registry);
+// The ops backends' lowering makes (estuary/ops/backend_ops.h); after the others, since
+// the fused ops copy their base ops' schemas.
+void registerBackendOps(OpRegistry& registry);
 
 inline void registerCoreOps(OpRegistry& registry) {
   registerElementwiseOps(registry);
@@ -26,6 +29,7 @@ inline void registerCoreOps(OpRegistry& registry) {
   registerGeneratorOps(registry);
   registerReductionOps(registry);
   registerControlFlowOps(registry);
+  registerBackendOps(registry);
 }
 
 }  // namespace estuary

@@ -39,10 +39,8 @@ KernelRegistry& KernelRegistry::global() {
     cpu::registerElementwiseKernels(*kernels);
     cpu::registerNnKernels(*kernels);
     cpu::registerTensorKernels(*kernels);
-    cpu::registerFusedOpSchemas(OpRegistry::global());
     cpu::registerFusedKernels(*kernels);
     registerControlFlowKernels(*kernels);
-    cpu::registerLayoutOpSchemas(OpRegistry::global());
     cpu::registerLayoutKernels(*kernels);
     return kernels;
   }();

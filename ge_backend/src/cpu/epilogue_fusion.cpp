@@ -5,29 +5,25 @@
 
 #include "cpu/post_ops.h"
 #include "estuary/ge/kernel.h"
+#include "estuary/ops/backend_ops.h"
 #include "plan.h"
 
 namespace estuary::ge::cpu {
 
 namespace {
 
-struct BaseOp {
-  const char* op;
-  const char* fused;
-  size_t num_inputs;  // the base op's own inputs, absent optional ones included
-  int channel_axis;   // where a bias vector applies: 1 for convolutions, -1 (last) otherwise
-};
+// The fused ops are the core's (estuary/ops/backend_ops.h); where a bias vector applies is the
+// CPU fusion's own concern: the channel axis 1 for convolutions, the last axis otherwise.
+using BaseOp = EpilogueFusion;
 
-constexpr BaseOp kBaseOps[] = {
-    {"Conv", "FusedConv", 3, 1},
-    {"ConvTranspose", "FusedConvTranspose", 3, 1},
-    {"MatMul", "FusedMatMul", 2, -1},
-    {"Gemm", "FusedGemm", 3, -1},
-};
+int channelAxisOf(const BaseOp& base) {
+  const std::string_view op = base.base;
+  return op == "Conv" || op == "ConvTranspose" ? 1 : -1;
+}
 
 const BaseOp* baseOf(const Node& node) {
-  for (const BaseOp& base : kBaseOps) {
-    if (node.is(base.op) || node.is(base.fused, "estuary")) return &base;
+  for (const BaseOp& base : epilogueFusions()) {
+    if (node.is(base.base) || node.is(base.fused, "estuary")) return &base;
   }
   return nullptr;
 }
@@ -38,30 +34,6 @@ std::vector<int64_t> swapLastTwoAxes(size_t rank) {
   for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
   if (rank >= 2) std::swap(perm[rank - 2], perm[rank - 1]);
   return perm;
-}
-
-// The output type of the base op applied to the fused node's first inputs, from the base
-// op's own inference on a one-node scratch graph.
-void inferFused(InferenceContext& context, const BaseOp& base) {
-  Graph scratch("scratch");
-  std::vector<Value*> inputs;
-  for (size_t i = 0; i < base.num_inputs && i < context.numInputs(); ++i) {
-    inputs.push_back(context.hasInput(i) ? scratch.addInput("in" + std::to_string(i), context.inputType(i)) : nullptr);
-  }
-  // FusedMatMul's transB: the product reads its right operand with the last two axes swapped.
-  const Attribute* trans_b = context.node().attr("transB");
-  if (base.op == std::string_view("MatMul") && trans_b && trans_b->asInt() != 0 && inputs.size() > 1) {
-    Node* transpose = scratch.createNode("Transpose", {inputs[1]});
-    transpose->setAttr("perm", swapLastTwoAxes(context.inputShape(1).rank()));
-    inputs[1] = transpose->output();
-  }
-  Node* node = scratch.createNode(base.op, inputs);
-  for (const auto& [name, attr] : context.node().attributes()) {
-    if (name != "epilogue" && name != "transB") node->setAttr(name, attr);
-  }
-  KnownValueMap known;
-  inferNode(*node, known);
-  context.setOutputType(0, node->output()->type());
 }
 
 bool isScalarConstant(const Value* value) {
@@ -124,40 +96,16 @@ bool fusesAccurately(const Node& node) {
   return false;
 }
 
-void registerFusedOpSchemas(OpRegistry& registry) {
-  for (const BaseOp& base : kBaseOps) {
-    const OpSchema* original = registry.find(base.op);
-    OpSchema fused(base.fused, "estuary");
-    fused.doc(std::string(base.op) + " followed by the element-wise nodes of its `epilogue` subgraph.");
-    for (const OperandSpec& input : original->inputs()) {
-      fused.input(input.name, input.type_var, input.arity, input.homogeneous, input.min_count);
-    }
-    fused.input("epilogue_operands", original->inputs()[0].type_var, Arity::Variadic, true, 0);
-    fused.output("Y", original->outputs()[0].type_var);
-    for (const AttrSpec& attr : original->attrs()) fused.attr(attr.name, attr.kind, attr.default_value, attr.required);
-    fused.requiredAttr("epilogue", AttrKind::Graph);
-    if (base.op == std::string_view("MatMul")) {
-      // Set by foldTransposesIntoMatMuls: B is read transposed (last two axes) through strides.
-      fused.attr("transB", AttrKind::Int, int64_t{0});
-    }
-    for (const TypeConstraint& constraint : original->typeConstraints()) {
-      fused.typeConstraint(constraint.var, constraint.allowed);
-    }
-    fused.inference([&base](InferenceContext& context) { inferFused(context, base); });
-    registry.add(std::move(fused));
-  }
-}
-
 size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kernel_accepts) {
   size_t absorbed = 0;
   std::unordered_set<const Node*> erased;  // absorbed nodes still listed in the walk
   for (Node* node : graph.nodeList()) {
     if (erased.count(node) || !node->domain().empty()) continue;
     const BaseOp* base = baseOf(*node);
-    if (!base || node->numOutputs() != 1 || node->numInputs() > base->num_inputs) continue;
+    if (!base || node->numOutputs() != 1 || node->numInputs() > base->base_inputs) continue;
     std::vector<Node*> chain;
-    for (Node* next = nextInChain(node->output(), base->channel_axis); next;
-         next = nextInChain(chain.back()->output(), base->channel_axis)) {
+    for (Node* next = nextInChain(node->output(), channelAxisOf(*base)); next;
+         next = nextInChain(chain.back()->output(), channelAxisOf(*base))) {
       chain.push_back(next);
     }
     if (chain.empty()) continue;
@@ -198,7 +146,7 @@ size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kerne
     epilogue->addOutput(inside.at(chain.back()->output()));
 
     std::vector<Value*> inputs = node->inputs();
-    inputs.resize(base->num_inputs, nullptr);  // absent optional inputs keep their positions
+    inputs.resize(base->base_inputs, nullptr);  // absent optional inputs keep their positions
     inputs.insert(inputs.end(), operands.begin(), operands.end());
     Node* fused = graph.createNodeBefore(chain.back(), base->fused, inputs, 1, "estuary");
     for (const auto& [name, attr] : node->attributes()) fused->setAttr(name, attr);
@@ -261,14 +209,14 @@ size_t foldTransposesIntoMatMuls(Graph& graph, const std::function<bool(const No
 namespace {
 
 // Reads the epilogue subgraph back into kernel steps. Subgraph input k (k >= 1) is fused
-// node input base.num_inputs + k - 1.
+// node input base.base_inputs + k - 1.
 std::optional<Epilogue> epilogueOf(const KernelBuildContext& context, const BaseOp& base) {
   const Attribute* attr = context.node().attr("epilogue");
   if (!attr) return std::nullopt;
   const Graph& body = *attr->asGraph();
   auto operandIndex = [&](const Value* value) -> std::optional<size_t> {
     if (!value->isGraphInput() || value->graph() != &body || value->index() == 0) return std::nullopt;
-    return base.num_inputs + value->index() - 1;
+    return base.base_inputs + value->index() - 1;
   };
   Epilogue epilogue;
   const Value* current = body.input(0);
@@ -309,10 +257,10 @@ std::optional<Epilogue> epilogueOf(const KernelBuildContext& context, const Base
 void registerFusedKernels(KernelRegistry& registry) {
   using Maker = std::unique_ptr<Kernel> (*)(const KernelBuildContext&, const Epilogue&);
   const std::pair<const BaseOp*, Maker> makers[] = {
-      {&kBaseOps[0], [](const KernelBuildContext& c, const Epilogue& e) { return makeConvKernel(c, e); }},
-      {&kBaseOps[1], [](const KernelBuildContext& c, const Epilogue& e) { return makeConvTransposeKernel(c, e); }},
-      {&kBaseOps[2], makeMatMulKernel},
-      {&kBaseOps[3], makeGemmKernel},
+      {&epilogueFusions()[0], [](const KernelBuildContext& c, const Epilogue& e) { return makeConvKernel(c, e); }},
+      {&epilogueFusions()[1], [](const KernelBuildContext& c, const Epilogue& e) { return makeConvTransposeKernel(c, e); }},
+      {&epilogueFusions()[2], makeMatMulKernel},
+      {&epilogueFusions()[3], makeGemmKernel},
   };
   for (const auto& [base, make] : makers) {
     auto factory = [base = base, make = make](const KernelBuildContext& context) {
@@ -321,7 +269,7 @@ void registerFusedKernels(KernelRegistry& registry) {
       return make(context, *epilogue);
     };
     // The convolutions run in other layouts than Plain too (makeConvKernel).
-    if (base->channel_axis == 1) {
+    if (channelAxisOf(*base) == 1) {
       registry.addLayoutAware(base->fused, "estuary", factory);
     } else {
       registry.add(base->fused, "estuary", factory);

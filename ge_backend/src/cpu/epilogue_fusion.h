@@ -3,11 +3,11 @@
 // (a bias or residual Add, a scale, activations) moves into the producing op, whose oneDNN
 // kernel applies it as post-ops while the result is still in registers.
 //
-// The fused op is estuary::Fused<Op>: the base op's inputs and attributes, then the
-// epilogue's operands, and an `epilogue` subgraph holding the absorbed nodes themselves:
-// its first input is the base op's result, the others are the operands in order. Keeping
-// real nodes (rather than an encoding) means dumps show exactly what was fused and the
-// kernel reads each step's attributes with the op's own schema.
+// The fused op is estuary::Fused<Op>, which the core registers (estuary/ops/backend_ops.h): the
+// base op's inputs and attributes, then the epilogue's operands, and an `epilogue` subgraph
+// holding the absorbed nodes themselves. Keeping real nodes (rather than an encoding) means
+// dumps show exactly what was fused and the kernel reads each step's attributes with the op's
+// own schema.
 #include <cstddef>
 #include <functional>
 
@@ -22,8 +22,6 @@ namespace estuary::ge::cpu {
 // as tests/ge/epilogue_accuracy_test.cpp measures. A NaN input may come out as the
 // activation's lower bound.
 bool fusesAccurately(const Node& node);
-// Registers the estuary::Fused* schemas.
-void registerFusedOpSchemas(OpRegistry& registry);
 // Fuses every chain for which `kernel_accepts` (asked with the fused node in place, before
 // anything is rewired) says a kernel exists; returns the number of nodes absorbed.
 size_t fuseEpilogues(Graph& graph, const std::function<bool(const Node&)>& kernel_accepts);

@@ -149,15 +149,6 @@ LayoutAssignment assignLayouts(Graph& graph, std::optional<Layout> forced, const
   return result;
 }
 
-void registerLayoutOpSchemas(OpRegistry& registry) {
-  OpSchema reorder("Reorder", "estuary");
-  reorder.doc("Y holds X's values in the memory layout `layout` (plain, nhwc, nChw8c, nChw16c); the backend's "
-              "layout assignment inserts it where a tensor meets a node that needs another layout.");
-  reorder.input("X", "T").output("Y", "T").requiredAttr("layout", AttrKind::String).typeConstraint("T", allTypes());
-  reorder.inference([](InferenceContext& context) { context.setOutputType(0, context.inputType(0)); });
-  registry.add(std::move(reorder));
-}
-
 namespace {
 
 std::unique_ptr<Kernel> makeReorder(const KernelBuildContext& context) {

@@ -47,10 +47,8 @@ std::optional<Layout> preferredConvLayout(const KernelBuildContext& context);
 // takes it (f32, 3x3, stride 1; see conv.cpp); defined in conv.cpp.
 std::optional<Layout> winogradLayout(const KernelBuildContext& context);
 
-// estuary::Reorder(X) -> Y: Y holds X's values in another memory layout (attribute
-// `layout`, one of layoutName()); only the backend's layout assignment creates it.
-void registerLayoutOpSchemas(OpRegistry& registry);
-// Reorder, and oneDNN kernels for activations, same-shape binary element-wise ops and
+// The kernels of estuary::Reorder (a core op, estuary/ops/backend_ops.h, which the layout
+// assignment inserts), and oneDNN kernels for activations, same-shape binary element-wise ops and
 // Concat along channels on tensors that are not Plain.
 void registerLayoutKernels(KernelRegistry& registry);
 

@@ -151,6 +151,14 @@ using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelBuildCon
 //   });
 inline constexpr char kCpuKernelsExtension[] = "ge.cpu.kernels";
 
+// No kernel takes a node with these input types and layouts (KernelRegistry::create): no
+// value of an input can change that, so a build reports it rather than leaving the node to
+// the first run.
+class NoKernelError : public Error {
+ public:
+  using Error::Error;
+};
+
 class KernelRegistry {
  public:
   // The CPU kernels; plugins add to it through kCpuKernelsExtension.
