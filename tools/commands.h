@@ -26,7 +26,8 @@ int runRun(const std::vector<std::string>& args);
 int runBench(const std::vector<std::string>& args);
 int runConvert(const std::vector<std::string>& args);
 
-// The directory of the shipped pipelines (configs/): ESTUARY_CONFIG_DIR, else the source tree.
+// The directory of the shipped pipelines (configs/): ESTUARY_CONFIG_DIR, else share/estuary/configs
+// beside an installed command line, else the source tree.
 std::string configDir();
 
 // Shared by build, run and bench (defined in build.cpp).

@@ -1,5 +1,6 @@
 // estuary optimize: IR file in, pipeline, IR file out.
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "arguments.h"
@@ -15,6 +16,12 @@ namespace estuary::cli {
 
 std::string configDir() {
   if (const char* dir = std::getenv("ESTUARY_CONFIG_DIR")) return dir;
+  // Installed (cmake/EstuaryInstall.cmake): bin/estuary beside share/estuary/configs. In the
+  // build tree, the source tree's configs/.
+  std::error_code unknown;
+  std::filesystem::path installed =
+      std::filesystem::read_symlink("/proc/self/exe", unknown).parent_path().parent_path() / "share/estuary/configs";
+  if (!unknown && std::filesystem::is_directory(installed, unknown)) return installed.string();
   return ESTUARY_DEFAULT_CONFIG_DIR;
 }
 
