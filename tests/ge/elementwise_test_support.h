@@ -162,7 +162,7 @@ inline NodeRun runNode(const std::string& op, const std::vector<Data>& inputs, c
   for (size_t k = 0; k < node->numOutputs(); ++k) out_descs.push_back(TensorDesc::of(node->output(k)->type()));
 
   KernelBuildContext context(*node, in_descs, out_descs, constants, cpuDevice(), options.threads);
-  std::shared_ptr<const Kernel> kernel = KernelRegistry::global().create(context);
+  std::shared_ptr<const Kernel> kernel = cpuDevice().kernels().create(context);
   NodeRun run;
   run.kernel = kernel->name();
   run.in_place = kernel->inPlaceInput(0);

@@ -10,7 +10,17 @@ namespace estuary::ge {
 
 namespace cpu {
 
-CpuDevice::CpuDevice() : engine_(dnnl::engine::kind::cpu, 0) {}
+CpuDevice::CpuDevice() : engine_(dnnl::engine::kind::cpu, 0) {
+  registerElementwiseKernels(kernels_);
+  registerNnKernels(kernels_);
+  registerTensorKernels(kernels_);
+  registerFusedKernels(kernels_);
+  registerControlFlowKernels(kernels_);
+  registerLayoutKernels(kernels_);
+  // Offered to plugins once the built-in kernels are in, so that a plugin's kernel takes
+  // precedence. The device is never destroyed (cpuDevice()), so the registry outlives them.
+  ExtensionPoints::global().provide(kCpuKernelsExtension, &kernels_);
+}
 
 std::string CpuDevice::isa() const {
   switch (dnnl::get_effective_cpu_isa()) {
@@ -31,27 +41,6 @@ std::unique_ptr<DeviceRunState> CpuDevice::createRunState() const {
 }
 
 }  // namespace cpu
-
-KernelRegistry& KernelRegistry::global() {
-  // Never destroyed: kernels from plugins may outlive static destruction order.
-  static KernelRegistry* registry = [] {
-    auto* kernels = new KernelRegistry();
-    cpu::registerElementwiseKernels(*kernels);
-    cpu::registerNnKernels(*kernels);
-    cpu::registerTensorKernels(*kernels);
-    cpu::registerFusedKernels(*kernels);
-    registerControlFlowKernels(*kernels);
-    cpu::registerLayoutKernels(*kernels);
-    return kernels;
-  }();
-  // Offered to plugins once the built-in kernels are in, so a plugin's kernel takes precedence.
-  static const bool provided = [] {
-    ExtensionPoints::global().provide(kCpuKernelsExtension, registry);
-    return true;
-  }();
-  (void)provided;
-  return *registry;
-}
 
 const Device& cpuDevice() {
   static const cpu::CpuDevice* device = new cpu::CpuDevice();  // never destroyed: plugins may outlive statics

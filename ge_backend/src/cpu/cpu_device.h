@@ -11,12 +11,13 @@ class CpuDevice final : public Device {
   CpuDevice();
   std::string name() const override { return "cpu"; }
   std::string isa() const override;
-  const KernelRegistry& kernels() const override { return KernelRegistry::global(); }
+  const KernelRegistry& kernels() const override { return kernels_; }
   std::unique_ptr<DeviceRunState> createRunState() const override;
   const dnnl::engine& engine() const { return engine_; }
 
  private:
   dnnl::engine engine_;
+  KernelRegistry kernels_;
 };
 
 // Per run context: the oneDNN stream kernels execute on.
@@ -31,7 +32,7 @@ inline const CpuDevice& cpuOf(const KernelBuildContext& context) {
 }
 inline dnnl::stream& streamOf(const KernelArgs& args) { return static_cast<CpuRunState*>(args.device)->stream; }
 
-// Kernel families, one file each under src/cpu/, called by KernelRegistry::global().
+// Kernel families, one file each under src/cpu/, which the CPU device registers.
 void registerElementwiseKernels(KernelRegistry& registry);
 void registerNnKernels(KernelRegistry& registry);  // conv, matmul, pooling, normalization, softmax, attention
 void registerTensorKernels(KernelRegistry& registry);  // tensor_kernels.h: shape, indexing, reductions

@@ -159,11 +159,10 @@ class NoKernelError : public Error {
   using Error::Error;
 };
 
+// The kernels of one device (Device::kernels()); the CPU device's takes plugins' kernels
+// through kCpuKernelsExtension.
 class KernelRegistry {
  public:
-  // The CPU kernels; plugins add to it through kCpuKernelsExtension.
-  static KernelRegistry& global();
-
   // Later registrations are tried first, so a plugin can override a built-in kernel.
   void add(std::string_view op_type, std::string_view domain, KernelFactory factory,
            std::shared_ptr<const void> keep_alive = nullptr);
