@@ -208,7 +208,8 @@ int runBuild(const std::vector<std::string>& argv) {
                                   "1~16 keeps it symbolic within a range)", ""},
           {"threads", "N", "intra-op threads the plans are built for; 0 is one per core", "0"},
           pluginOption("reading the graph: one whose ops it brings"),
-          {"kernels", "", "also list the kernel chosen for every step", ""},
+          {"kernels", "", "also list the device lowering's passes with their times and the kernel chosen "
+                          "for every step", ""},
           {"quiet", "", "print nothing but errors", ""},
       });
   std::vector<std::string> rest = argv;
@@ -247,6 +248,11 @@ int runBuild(const std::vector<std::string>& argv) {
   report.stages.push_back({"save", save_seconds});
   printReport(out, report);
   if (args.flag("kernels")) {
+    out << "lowering passes:\n";
+    for (const ge::BuildReport::Stage& pass : report.lowering) {
+      out << "  " << pass.name << std::string(pass.name.size() < 28 ? 28 - pass.name.size() : 1, ' ')
+          << formatSeconds(pass.seconds) << "\n";
+    }
     out << "kernels:\n";
     for (const std::string& line : report.kernels) out << "  " << line << "\n";
   }

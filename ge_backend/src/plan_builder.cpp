@@ -6,6 +6,7 @@
 #include "estuary/ge/device.h"
 #include "estuary/ge/memory_planner.h"
 #include "estuary/ops/schema.h"
+#include "estuary/pass/manager.h"
 #include "estuary/transforms/canonicalize.h"
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
@@ -185,6 +186,109 @@ size_t root(std::vector<Buffer>& buffers, size_t index) {
   return index;
 }
 
+// A pass made of a function, for the steps of the device lowering.
+class LoweringPass final : public Pass {
+ public:
+  explicit LoweringPass(std::function<int64_t(Graph&)> step) : step_(std::move(step)) {}
+  PassResult run(Graph& graph, PassContext&) override { return {step_(graph)}; }
+
+ private:
+  std::function<int64_t(Graph&)> step_;
+};
+
+// The device lowering: the steps that turn the graph specialized to one shape signature into
+// the graph the kernels run. They run as passes through a PassManager, so that they get its
+// instrumentation like any pipeline: ESTUARY_DEBUG=1 dumps the IR before and after each one
+// (into ESTUARY_DUMP_DIR, as NNN_before_cpu_<step>.est; each plan's dumps replace the last
+// plan's) and verifies it; their times go into the report. Returns the layout of every value
+// the kernels see.
+cpu::LayoutAssignment lowerForDevice(Graph& graph, const Device& device, const BuildOptions& options,
+                                     BuildReport& report) {
+  const int num_threads = options.num_threads;
+  // Whether a rewritten node has a kernel; if not, the rewrite is dropped (the nodes stay
+  // separate).
+  auto kernelExists = [&](const Node& node) {
+    try {
+      KernelBuildContext context = contextFor(node, device, num_threads);
+      context.setProbing(true);
+      return device.kernels().create(context) != nullptr;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  cpu::LayoutAssignment layouts;
+  auto assignLayouts = [&](Graph& graph) -> int64_t {
+    // Winograd (2.25x fewer multiplications for 3x3 stride-1 convolutions) runs on nChw16c
+    // only, and oneDNN's 1x1 and strided kernels are as fast in nChw16c as in nhwc (ResNet-50:
+    // 1x1 convolutions 31 ms either way on one thread), so a graph with convolutions Winograd
+    // takes keeps all its chains blocked: ResNet-50 b1 on one thread 57 -> 54 ms
+    // (bench/cnn_bench, alternating rounds).
+    std::optional<Layout> chain_layout = options.activation_layout;
+    for (const Node* node : graph.nodeList()) {
+      if (chain_layout || !cpu::isConv(*node)) continue;
+      chain_layout = cpu::winogradLayout(contextFor(*node, device, num_threads));
+    }
+    layouts = cpu::assignLayouts(
+        graph, chain_layout,
+        [&](const Node& conv) { return cpu::preferredConvLayout(contextFor(conv, device, num_threads)); },
+        [&](const Node& node, const std::vector<Layout>& input_layouts, const std::vector<Layout>& output_layouts) {
+          try {
+            KernelBuildContext context = contextFor(node, device, num_threads, input_layouts, output_layouts);
+            context.setProbing(true);
+            return device.kernels().create(context) != nullptr;
+          } catch (const Error&) {
+            return false;  // no kernel takes these layouts: the node stays Plain
+          }
+        });
+    report.layout_reorders = layouts.reorders;
+    return static_cast<int64_t>(layouts.reorders);
+  };
+  const std::vector<std::pair<const char*, std::function<int64_t(Graph&)>>> steps = {
+      {"cpu_fold_batch_norms",
+       [&](Graph& g) {
+         report.folded_batch_norms = foldBatchNormsIntoConvs(g) + foldChannelAffinesIntoConvs(g);
+         return static_cast<int64_t>(report.folded_batch_norms);
+       }},
+      {"cpu_cse", [](Graph& g) { return static_cast<int64_t>(eliminateCommonSubexpressions(g, OpRegistry::global())); }},
+      {"cpu_dce", [](Graph& g) { return static_cast<int64_t>(eliminateDeadCode(g)); }},
+      {"cpu_fuse_epilogues",
+       [&](Graph& g) {
+         report.fused_epilogues = options.fuse_epilogues ? cpu::fuseEpilogues(g, kernelExists) : 0;
+         return static_cast<int64_t>(report.fused_epilogues);
+       }},
+      {"cpu_fold_transposes",
+       [&](Graph& g) {
+         report.folded_transposes = cpu::foldTransposesIntoMatMuls(g, kernelExists);
+         return static_cast<int64_t>(report.folded_transposes);
+       }},
+      {"cpu_dce_after_fusion", [](Graph& g) { return static_cast<int64_t>(eliminateDeadCode(g)); }},
+      {"cpu_assign_layouts", assignLayouts},
+      {"cpu_make_captures_explicit",
+       [](Graph& g) {
+         makeCapturesExplicit(g);
+         return int64_t{0};
+       }},
+  };
+  PassRegistry passes;
+  Pipeline pipeline;
+  pipeline.name = "cpu lowering";
+  pipeline.settings.environment_switches = false;
+  for (const auto& [name, step] : steps) {
+    PassInfo info;
+    info.name = name;
+    info.description = "a step of the CPU device's lowering (plan_builder.cpp)";
+    info.factory = [step = step](const PassOptions&) { return std::make_unique<LoweringPass>(step); };
+    passes.add(std::move(info));
+    pipeline.steps.push_back(PipelineStep::pass(name));
+  }
+  PassManager manager(std::move(pipeline), passes);
+  manager.setLog(nullptr);
+  manager.run(graph);
+  report.lowering.clear();
+  for (const PassRecord& record : manager.records()) report.lowering.push_back({record.name, record.seconds});
+  return layouts;
+}
+
 }  // namespace
 
 std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDesc>& inputs, const Device& device,
@@ -233,48 +337,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   boundDataDependentOutputs(graph);
   checkTensorLimit(graph, options.limits);
   report.folded_constants += foldConstants(graph, device);
-  report.folded_batch_norms = foldBatchNormsIntoConvs(graph) + foldChannelAffinesIntoConvs(graph);
-  eliminateCommonSubexpressions(graph, OpRegistry::global());
-  eliminateDeadCode(graph);
-  // Whether a rewritten node has a kernel; if not, the rewrite is dropped (the nodes stay
-  // separate).
-  auto kernelExists = [&](const Node& node) {
-    try {
-      KernelBuildContext context = contextFor(node, device, num_threads);
-      context.setProbing(true);
-      return device.kernels().create(context) != nullptr;
-    } catch (const Error&) {
-      return false;
-    }
-  };
-  if (options.fuse_epilogues) report.fused_epilogues = cpu::fuseEpilogues(graph, kernelExists);
-  report.folded_transposes = cpu::foldTransposesIntoMatMuls(graph, kernelExists);
-  eliminateDeadCode(graph);
-  // Winograd (2.25x fewer multiplications for 3x3 stride-1 convolutions) runs on nChw16c only,
-  // and oneDNN's 1x1 and strided kernels are as fast in nChw16c as in nhwc (ResNet-50: 1x1
-  // convolutions 31 ms either way on one thread), so a graph with convolutions Winograd takes
-  // keeps all its chains blocked: ResNet-50 b1 on one thread 57 -> 54 ms (bench/cnn_bench,
-  // alternating rounds).
-  std::optional<Layout> chain_layout = options.activation_layout;
-  for (const Node* node : graph.nodeList()) {
-    if (chain_layout || !cpu::isConv(*node)) continue;
-    chain_layout = cpu::winogradLayout(contextFor(*node, device, num_threads));
-  }
-  cpu::LayoutAssignment layouts = cpu::assignLayouts(
-      graph, chain_layout,
-      [&](const Node& conv) { return cpu::preferredConvLayout(contextFor(conv, device, num_threads)); },
-      [&](const Node& node, const std::vector<Layout>& input_layouts, const std::vector<Layout>& output_layouts) {
-        try {
-          KernelBuildContext context = contextFor(node, device, num_threads, input_layouts, output_layouts);
-          context.setProbing(true);
-          return device.kernels().create(context) != nullptr;
-        } catch (const Error&) {
-          return false;  // no kernel takes these layouts: the node stays Plain
-        }
-      });
-  report.layout_reorders = layouts.reorders;
-
-  makeCapturesExplicit(graph);
+  cpu::LayoutAssignment layouts = lowerForDevice(graph, device, options, report);
 
   // Steps are the nodes in list order (topological); a value's last use is the last step
   // reading it, and graph outputs and updates live to the end.

@@ -360,6 +360,24 @@ TEST_F(ModelCli, BuildsIrHoldingTheBackendsOwnOps) {
   EXPECT_CONTAINS(built.output, "(estuary::FusedMatMul) -> ");
 }
 
+// The device lowering runs through the pass manager: ESTUARY_DEBUG dumps each of its steps,
+// and --kernels lists them with their times.
+TEST_F(ModelCli, TheDeviceLoweringIsDumpedAndTimedLikeAPipeline) {
+  std::ofstream(path("conv.est")) << "graph @g(%x: f32[1,3,8,8], %w: f32[4,3,3,3], %b: f32[4]) {\n"
+                                     "  %c = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n  %r = Relu(%c)\n  return %r\n}\n";
+  const std::string dumps = path("dumps");
+  CliRun built = runCli("build " + path("conv.est") + " -o " + path("conv.eom") + " --kernels",
+                        "ESTUARY_DEBUG=1 ESTUARY_DUMP_DIR=" + dumps);
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  EXPECT_CONTAINS(built.output, "lowering passes:\n  cpu_fold_batch_norms");
+  EXPECT_CONTAINS(built.output, "  cpu_assign_layouts");
+  std::ifstream before(dumps + "/004_before_cpu_fuse_epilogues.est"), after(dumps + "/004_after_cpu_fuse_epilogues.est");
+  std::string before_text((std::istreambuf_iterator<char>(before)), std::istreambuf_iterator<char>());
+  std::string after_text((std::istreambuf_iterator<char>(after)), std::istreambuf_iterator<char>());
+  EXPECT_CONTAINS(before_text, "= Relu(%c)");
+  EXPECT_CONTAINS(after_text, "estuary::FusedConv(%x, %w, %b) {epilogue = graph @epilogue");
+}
+
 // The fusion's kernel computes f32 without broadcasting: a bf16 Add + RMSNormalization stays
 // unfused and runs, and a graph that holds the fused op where no kernel takes it is refused by
 // the build, naming the node, rather than built and then failing at run. Its gamma is a small

@@ -115,7 +115,8 @@ PassManager::PassManager(Pipeline pipeline, const PassRegistry& registry)
   if (const char* dir = std::getenv("ESTUARY_DUMP_DIR"); dir && *dir) dump_dir_ = dir;
   context_.ops = &OpRegistry::global();
   for (const PassInfo* info : registry.all()) registry_names_.push_back(info->name);
-  if (const char* disabled = std::getenv("ESTUARY_DISABLE_PASSES")) {
+  const char* disabled = pipeline_.settings.environment_switches ? std::getenv("ESTUARY_DISABLE_PASSES") : nullptr;
+  if (disabled) {
     for (const std::string& name : splitNames(disabled)) {
       try {
         setEnabled(name, false);

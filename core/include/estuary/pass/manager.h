@@ -6,7 +6,8 @@
 // Environment:
 //   ESTUARY_DEBUG=1               dumps and verification as with `settings: {debug: true}`
 //   ESTUARY_DUMP_DIR=<dir>        overrides the pipeline's dump directory
-//   ESTUARY_DISABLE_PASSES=a,b    switches passes or groups off by name
+//   ESTUARY_DISABLE_PASSES=a,b    switches passes or groups off by name (unless the pipeline's
+//                                 settings.environment_switches is false)
 #include <cstdint>
 #include <iosfwd>
 #include <map>

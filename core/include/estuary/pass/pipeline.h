@@ -41,6 +41,10 @@ struct PipelineSettings {
   std::string dump_dir = "estuary_dump";
   // Verify after every pass even when not debugging.
   bool verify = false;
+  // Whether ESTUARY_DISABLE_PASSES applies. A pipeline built in code from passes of its own (a
+  // device's lowering) says no: the variable names the passes of the user's pipelines, and a
+  // name this pipeline lacks would be an error here.
+  bool environment_switches = true;
 };
 
 struct Pipeline {

@@ -85,6 +85,7 @@ struct BuildReport {
   size_t planned_activation_bytes = 0;  // arena size
   size_t lower_bound_bytes = 0;         // the most bytes alive at once
   std::vector<std::string> kernels;      // one line per step: node and kernel
+  std::vector<Stage> lowering;           // the device lowering's passes and their times
   size_t layout_reorders = 0;            // estuary::Reorder steps the layout assignment added
 };
 
