@@ -358,6 +358,13 @@ class ZipReader {
   }
 
   std::string inflateEntry(const std::string& name, std::string_view input, uint64_t size) const {
+    // Deflate expands at most 1032-fold (a 258-byte match per two bits at best): a larger
+    // recorded size is a lie, refused before it is allocated.
+    constexpr uint64_t kMaxDeflateRatio = 1032;
+    if (size / kMaxDeflateRatio > input.size() + 1) {
+      fail("entry '", name, "' records ", size, " bytes, more than its ", input.size(),
+           " deflated bytes can hold (corrupt archive)");
+    }
     std::string output(size, '\0');
     z_stream stream{};
     if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) fail("cannot start zlib");

@@ -221,6 +221,13 @@ TEST(Npz, RefusesBrokenArchives) {
   EXPECT_CONTAINS(errorOf([] { readNpz("/nonexistent/in.npz"); }), "/nonexistent/in.npz: cannot open");
 }
 
+// Found by fuzzing: a 400-byte archive recording a 4 GiB deflated entry made the reader allocate
+// the 4 GiB before inflating anything.
+TEST(Npz, ASizeDeflateCannotReachIsRefusedBeforeAllocating) {
+  const std::string path = std::string(ESTUARY_SOURCE_DIR) + "/fuzz/regressions/npz/inflate_allocates_declared_size.npz";
+  EXPECT_CONTAINS(errorOf([&] { readNpz(path); }), "deflated bytes can hold (corrupt archive)");
+}
+
 TEST(Npz, EntryErrorsNameArchiveAndEntry) {
   std::string archive = formatNpz({{"w", Tensor::allocate(DType::U8, {4})}}, false);
   // The entry's descr '|u1' becomes '|u7', which no element type has, under a valid CRC

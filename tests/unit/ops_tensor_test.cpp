@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "estuary/ops/schema.h"
 #include "ops_test_support.h"
 
@@ -201,6 +203,23 @@ TEST(Pad, AddsBeginAndEnd) {
             "node 'n' (Pad): input 'pads' has 2 values, expected 4 (begin and end for each of 2 axes)");
   EXPECT_EQ(g.run("Pad", {g.input("f32[4,5]"), g.ints({1, 2, 1, 2})}, {{"mode", "mirror"}}),
             "node 'n' (Pad): attribute 'mode' is 'mirror', expected constant, reflect, edge or wrap");
+}
+
+// Found by fuzzing (fuzz/regressions/onnx): sizes past 64 bits are errors, not overflows.
+TEST(Pad, PadsPast64BitsAreRefused) {
+  OpsGraph g;
+  const int64_t huge = std::numeric_limits<int64_t>::max() - 1;
+  EXPECT_EQ(g.run("Pad", {g.input("f32[4]"), g.ints({huge, huge})}),
+            "node 'n' (Pad): pads " + std::to_string(huge) + " and " + std::to_string(huge) +
+                " on axis 0 of [4] make a size past 64 bits");
+  EXPECT_EQ(g.run("Pad", {g.input("f32[4]"), g.ints({huge, 0})}),
+            "node 'n' (Pad): pads " + std::to_string(huge) + " and 0 on axis 0 of [4] make a size past 64 bits");
+}
+
+TEST(Resize, ScalesPast64BitsAreRefused) {
+  OpsGraph g;
+  std::string message = g.run("Resize", {g.input("f32[1,1,4,4]"), nullptr, g.floats({1, 1, 1e22f, 1})});
+  EXPECT_TRUE(ops_test::contains(message, "node 'n' (Resize): the scales or sizes give an output size of 4e+22, past 64 bits"));
 }
 
 TEST(Gather, IndicesReplaceTheAxis) {

@@ -27,10 +27,12 @@ struct Dim::Expr {
   // Canonical text: symbolic terms in monomial order, then the constant.
   void finish() {
     text.clear();
-    auto append_term = [&](const std::vector<std::string>& monomial, int64_t coefficient) {
-      if (coefficient < 0) {
+    auto append_term = [&](const std::vector<std::string>& monomial, int64_t signed_coefficient) {
+      // The magnitude as unsigned: negating INT64_MIN would overflow.
+      uint64_t coefficient = static_cast<uint64_t>(signed_coefficient);
+      if (signed_coefficient < 0) {
         text += '-';
-        coefficient = -coefficient;
+        coefficient = 0 - coefficient;
       } else if (!text.empty()) {
         text += '+';
       }

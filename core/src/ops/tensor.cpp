@@ -471,9 +471,14 @@ void inferPad(InferenceContext& context) {
   }
   std::vector<Dim> dims = x.dims();
   for (size_t k = 0; k < axes.size(); ++k) {
-    int64_t total = (*pads)[k] + (*pads)[k + axes.size()];
+    int64_t total = 0, padded = 0;
     const Dim& dim = dims[axes[k]];
-    if (dim.isStatic() && dim.value() + total < 0) {
+    if (__builtin_add_overflow((*pads)[k], (*pads)[k + axes.size()], &total) ||
+        (dim.isStatic() && __builtin_add_overflow(dim.value(), total, &padded))) {
+      context.fail("pads ", (*pads)[k], " and ", (*pads)[k + axes.size()], " on axis ", axes[k], " of ", x.str(),
+                   " make a size past 64 bits");
+    }
+    if (dim.isStatic() && padded < 0) {
       context.fail("pads ", (*pads)[k], " and ", (*pads)[k + axes.size()], " would make axis ",
                    axes[k], " of ", x.str(), " negative");
     }
@@ -535,6 +540,13 @@ bool givenAndNotEmpty(const InferenceContext& context, size_t input) {
   return !(shape.isRanked() && shape.rank() == 1 && shape[0] == Dim(0));
 }
 
+// A size Resize computes in floating point, as an integer; one past 64 bits (a scale of
+// 1e22) is refused, since converting it would be undefined.
+int64_t resizedSize(InferenceContext& context, double size) {
+  if (!(size >= 0 && size < 9.2e18)) context.fail("the scales or sizes give an output size of ", size, ", past 64 bits");
+  return static_cast<int64_t>(size);
+}
+
 void inferResize(InferenceContext& context) {
   checkRank(context, 2, 1, 1);
   checkRank(context, 3, 1, 1);
@@ -577,7 +589,7 @@ void inferResize(InferenceContext& context) {
         scale = policy == "not_larger" ? std::min(scale, ratio) : std::max(scale, ratio);
       }
       for (size_t k = 0; k < axes.size(); ++k) {
-        dims[axes[k]] = computable ? Dim(static_cast<int64_t>(std::floor(scale * static_cast<double>(x[axes[k]].value()) + 0.5)))
+        dims[axes[k]] = computable ? Dim(resizedSize(context, std::floor(scale * static_cast<double>(x[axes[k]].value()) + 0.5)))
                                    : Dim::unknown();
       }
     }
@@ -591,9 +603,9 @@ void inferResize(InferenceContext& context) {
         double scale = (*scales)[k];
         if (!(scale > 0)) context.fail("input 'scales' holds ", scale, ", scales must be positive");
         if (in.isStatic()) {
-          out = Dim(static_cast<int64_t>(std::floor(static_cast<double>(in.value()) * scale)));
+          out = Dim(resizedSize(context, std::floor(static_cast<double>(in.value()) * scale)));
         } else if (scale == std::floor(scale)) {
-          out = in * Dim(static_cast<int64_t>(scale));
+          out = in * Dim(resizedSize(context, scale));
         }
       }
       dims[axes[k]] = out;

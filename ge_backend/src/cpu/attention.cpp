@@ -281,7 +281,10 @@ class AttentionKernel final : public Kernel {
         row[j] = e;
         sum += e;
       }
-      const float inverse_sum = 1.f / sum;
+      // OpenMP starts each lane of a max reduction at the least float, which clang takes to be
+      // -FLT_MAX rather than -inf: a row masked everywhere can reach here with that peak, and
+      // then every exponential is 0 (the peak's own would be 1).
+      const float inverse_sum = sum > 0 ? 1.f / sum : 0.f;
 #pragma omp simd
       for (int64_t j = 0; j < total; ++j) row[j] *= inverse_sum;
     }

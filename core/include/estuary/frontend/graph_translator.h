@@ -76,7 +76,7 @@ class TranslationSession {
   std::string frontend_;
   std::string model_;
   const TranslatorTable& table_;
-  const FrontendOptions& options_;
+  FrontendOptions options_;  // a copy: callers may pass a temporary
   FunctionResolver resolve_function_;
   std::string version_label_;
   SymbolTable symbols_;
