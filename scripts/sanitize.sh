@@ -44,17 +44,8 @@ while (($#)); do
 done
 
 packages=(clang-16 libclang-rt-16-dev libomp-16-dev)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if ((${#missing[@]})); then
-  echo "sanitize: installing ${missing[*]}"
-  sudo=()
-  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source "$root/scripts/debian_packages.sh"
+install_missing_packages sanitize "${packages[@]}"
 
 started=$SECONDS
 generator=()

@@ -21,17 +21,8 @@ apt_packages=(g++ cmake ninja-build pkg-config python3-venv
               libprotobuf-dev protobuf-compiler libyaml-cpp-dev libltdl-dev
               libgtest-dev libgmock-dev libdnnl-dev zlib1g-dev)
 
-missing=()
-for package in "${apt_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  sudo=()
-  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source "$root/scripts/debian_packages.sh"
+install_missing_packages setup "${apt_packages[@]}"
 stage "Debian packages"
 
 # Python environments, all made with this machine's python3 (so the module built against
