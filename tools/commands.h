@@ -25,6 +25,7 @@ int runBuild(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runBench(const std::vector<std::string>& args);
 int runConvert(const std::vector<std::string>& args);
+int runServe(const std::vector<std::string>& args);  // python -m estuary.serve
 
 // The directory of the shipped pipelines (configs/): ESTUARY_CONFIG_DIR, else share/estuary/configs
 // beside an installed command line, else the source tree.

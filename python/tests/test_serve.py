@@ -64,7 +64,7 @@ def free_port():
 @pytest.fixture(scope="module")
 def cluster(models):
     """Two Ray nodes of one CPU each, Serve's proxy on the head, and both models served by
-    two replicas of half a CPU, one per node. Yields the base URL and the cluster."""
+    two replicas, one per node. Yields the base URL and the cluster."""
     store = 100 << 20  # small: /dev/shm is shared with the rest of the machine
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": store,
                                                           "include_dashboard": False})
@@ -74,7 +74,8 @@ def cluster(models):
     port = free_port()
     serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port},
                 logging_config={"enable_access_log": False})
-    common = dict(replicas=2, replica_cpus=0.5, max_replicas_per_node=1, max_batch=8, batch_wait_ms=2,
+    # 0.4 CPUs a replica: two per node, and room left for the command-line test's replica.
+    common = dict(replicas=2, replica_cpus=0.4, max_replicas_per_node=1, max_batch=8, batch_wait_ms=2,
                   log_interval_s=2)
     serve.run(estuary.serve.application(models["cnn"], max_body_bytes=CNN_MAX_BODY, **common), name="cnn",
               route_prefix="/cnn")
@@ -159,7 +160,8 @@ def test_batcher_merges_along_the_batch_dim_only():
     assert batcher.symbol == "batch" and batcher.sizes == [1, 2, 4, 8]
 
     def request(rows, seq, ids_dtype=np.int64):
-        return {"ids": np.arange(rows * seq, dtype=ids_dtype).reshape(rows, seq), "mask": np.ones((rows, seq), np.float32)}
+        ids = np.arange(rows * seq, dtype=ids_dtype).reshape(rows, seq)
+        return {"ids": ids, "mask": np.ones((rows, seq), np.float32)}
 
     a, b, c = batcher.pending(request(2, 5)), batcher.pending(request(1, 5)), batcher.pending(request(1, 7))
     assert (a.rows, b.rows) == (2, 1) and a.key == b.key != c.key
@@ -178,7 +180,8 @@ def test_batcher_merges_along_the_batch_dim_only():
     feeds, why_not = batcher.warmup_feeds({})
     assert feeds == [] and "seq" in why_not
     feeds, _ = batcher.warmup_feeds({"seq": [5, 7]})
-    assert sorted(feed["mask"].shape for feed in feeds) == sorted((rows, seq) for rows in (1, 2, 4, 8) for seq in (5, 7))
+    shapes = sorted(feed["mask"].shape for feed in feeds)
+    assert shapes == sorted((rows, seq) for rows in (1, 2, 4, 8) for seq in (5, 7))
 
     stateful = Batcher([dict(inputs[0], mutable=True), inputs[1]], outputs, max_batch=8)
     assert not stateful.enabled and "updated in place" in stateful.reason
@@ -193,7 +196,7 @@ def test_replicas_run_on_both_nodes(cluster):
         assert len({description["node"] for description in replicas.values()}) == 2, replicas
         description = next(iter(replicas.values()))
         assert description["batch"] == {"dim": "batch", "sizes": [1, 2, 4, 8]}
-        assert description["threads"] == 1  # half a CPU, rounded up
+        assert description["threads"] == 1  # 0.4 CPUs, rounded up
 
 
 def test_concurrent_clients_get_direct_results_through_a_replica_failure(cluster, references):
@@ -258,8 +261,8 @@ def test_concurrent_clients_get_direct_results_through_a_replica_failure(cluster
 
     # Requests were merged: the replicas' summary lines report runs of more than one row.
     logs = pathlib.Path(nodes.head_node.get_logs_dir_path()) / "serve"
-    averages = [float(match) for path in logs.glob("replica_cnn_*.log")
-                for match in re.findall(r"estuary.serve cnn.onnx: last \d+ s: .* runs of ([\d.]+) rows", path.read_text())]
+    summary = re.compile(r"estuary.serve cnn.onnx: last \d+ s: .* runs of ([\d.]+) rows")
+    averages = [float(match) for path in logs.glob("replica_cnn_*.log") for match in summary.findall(path.read_text())]
     assert averages and max(averages) > 1.5, averages
 
 
@@ -337,34 +340,39 @@ def test_handle_calls_return_arrays_and_raise_input_errors(cluster, references):
         handle.infer.remote({"ids": inputs["ids"], "mask": inputs["mask"][:, :-1]}).result()
 
 
-def test_estuary_serve_command_joins_the_cluster_and_routes_only_ready_replicas(cluster, models, references):
+def test_estuary_serve_command_joins_the_cluster_and_routes_only_ready_replicas(cluster, models, references, tmp_path):
     """`estuary serve` (the C++ command, which runs python -m estuary.serve) joins the
     cluster; its route appears only once its replica is running, it answers, and SIGTERM
     removes it."""
     url, nodes = cluster
     port = url.rsplit(":", 1)[1]
     command = [os.environ.get("ESTUARY_CLI", "estuary"), "serve", models["cnn"], "--address", nodes.address,
-               "--port", port, "--name", "cli", "--route-prefix", "/cli", "--replica-cpus", "0.25"]
-    server = subprocess.Popen(command, env=dict(os.environ, ESTUARY_PYTHON=sys.executable), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+               "--port", port, "--name", "cli", "--route-prefix", "/cli", "--replica-cpus", "0.1"]
+    log = tmp_path / "serve.log"
+    with open(log, "w") as output:
+        server = subprocess.Popen(command, env=dict(os.environ, ESTUARY_PYTHON=sys.executable), stdout=output,
+                                  stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
         while "/cli" not in requests.get(f"{url}/-/routes", timeout=10).json():
-            assert server.poll() is None, server.stdout.read()
-            assert time.monotonic() < deadline, "the command's route never appeared"
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"the command's route never appeared:\n{log.read_text()}"
             time.sleep(0.1)
-        status = serve.status().applications["cli"]
-        assert status.status == "RUNNING" and status.deployments["EstuaryModel"].replica_states == {"RUNNING": 1}
+        # (The application itself may still say DEPLOYING: adding the route is an update.)
+        replicas = serve.status().applications["cli"].deployments["EstuaryModel"].replica_states
+        assert replicas == {"RUNNING": 1}, replicas
         _, inputs, _ = request_inputs(4)
         response = post(requests, f"{url}/cli", inputs, "npz")
         assert response.status_code == 200, response.text
         np.testing.assert_allclose(outputs_of(response, "npz")["logits"], references["cnn"].run(inputs)[0],
                                    rtol=RTOL, atol=ATOL)
+        while "is served at" not in log.read_text():
+            assert time.monotonic() < deadline, f"the command never said it serves:\n{log.read_text()}"
+            time.sleep(0.1)
     finally:
         server.send_signal(signal.SIGTERM)
-        output, _ = server.communicate(timeout=60)
-    assert server.returncode == 0, output
-    assert "is served at" in output
+        server.wait(timeout=60)
+    assert server.returncode == 0, log.read_text()
     assert "/cli" not in requests.get(f"{url}/-/routes", timeout=10).json()
 
 

@@ -77,12 +77,17 @@ def arguments(argv, prog):
 
 def check_room(args, ray):
     """Stops with a message when the cluster has fewer CPUs than the replicas ask for (Ray
-    would wait for them forever)."""
+    would wait for them forever), and warns when fewer are free now (the replicas wait for
+    them, or for nodes an autoscaler adds)."""
     needed = args.replicas * args.replica_cpus
     total = ray.cluster_resources().get("CPU", 0)
+    free = ray.available_resources().get("CPU", 0)
     if needed > total:
         raise SystemExit(f"error: {args.replicas} replicas of {args.replica_cpus:g} CPUs need {needed:g} CPUs, the Ray "
                          f"cluster has {total:g}: lower --replicas or --replica-cpus")
+    if needed > free:
+        print(f"warning: {args.replicas} replicas of {args.replica_cpus:g} CPUs need {needed:g} CPUs, {free:g} of the "
+              "cluster's are free: the replicas start as others free theirs", file=sys.stderr, flush=True)
 
 
 def main(argv=None, prog="python -m estuary.serve"):
@@ -105,21 +110,22 @@ def main(argv=None, prog="python -m estuary.serve"):
     # The same version for both deployments below, so that the second keeps the replicas.
     version = hashlib.sha256(repr((args.model, sorted(options.items()), time.time())).encode()).hexdigest()[:16]
     app = estuary.serve.application(args.model, version=version, **options)
-    serve.start(http_options={"host": args.host, "port": args.port})
-    # Ray Serve's /-/healthz answers 200 as soon as an application has a route, before its
-    # replicas are up. Deploying without a route first, and adding the route once serve.run
-    # has seen every replica ready, makes 200 mean "ready".
-    serve.run(app, name=name, route_prefix=None)
-    serve.run(app, name=name, route_prefix=args.route_prefix)
-    print(f"estuary.serve: {args.model} is served at http://{args.host}:{args.port}{args.route_prefix} by "
-          f"{args.replicas} replica{'s' if args.replicas > 1 else ''} (application '{name}'); Ctrl-C stops",
-          flush=True)
 
     def stop(signum, frame):
         raise KeyboardInterrupt
 
+    # After ray.init, which installs a SIGTERM handler of its own that exits at once.
     signal.signal(signal.SIGTERM, stop)
     try:
+        serve.start(http_options={"host": args.host, "port": args.port})
+        # Ray Serve's /-/healthz answers 200 as soon as an application has a route, before
+        # its replicas are up. Deploying without a route first, and adding the route once
+        # serve.run has seen every replica ready, makes 200 mean "ready".
+        serve.run(app, name=name, route_prefix=None)
+        serve.run(app, name=name, route_prefix=args.route_prefix)
+        print(f"estuary.serve: {args.model} is served at http://{args.host}:{args.port}{args.route_prefix} by "
+              f"{args.replicas} replica{'s' if args.replicas > 1 else ''} (application '{name}'); Ctrl-C stops",
+              flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -41,12 +41,13 @@ def replica_threads():
 def load_model(source, threads, input_shapes):
     """The model as an offline model mapped from disk: an .eom is mapped as it is; any other
     model is converted once, here, to an .eom in a temporary directory, mapped, and the file
-    unlinked (the mapping keeps it alive). Returns the model and the seconds conversion took."""
+    unlinked (the mapping keeps it alive). Returns the model and the seconds conversion took
+    (None for an .eom)."""
     if is_offline_model(source):
         if input_shapes:
             raise ValueError(f"{source} is an offline model, whose input shapes were fixed when it was made; "
                              "input_shapes applies only to models converted at start")
-        return estuary.Model(source, threads=threads), 0.0
+        return estuary.Model(source, threads=threads), None
     started = time.perf_counter()
     directory = tempfile.mkdtemp(prefix="estuary-serve-")
     try:
@@ -111,9 +112,9 @@ class EstuaryModel:
                     f"not merging requests ({self._batcher.reason or 'max_batch is 1'})")
         plans = (f"{len(feeds)} plans built in {time.perf_counter() - started:.2f} s" if feeds else
                  f"plans built on first use: {why_not}")
-        logger.info("estuary.serve %s: %s, mapped with %d threads; %s; %s", self._name,
-                    f"converted in {convert_seconds:.2f} s" if convert_seconds else "offline model", self._threads,
-                    batching, plans)
+        origin = "an offline model" if convert_seconds is None else f"converted in {convert_seconds:.2f} s"
+        logger.info("estuary.serve %s: %s, mapped with %d thread%s; %s; %s", self._name, origin, self._threads,
+                    "s" if self._threads > 1 else "", batching, plans)
         self._stats.log_every(log_interval_s, f"estuary.serve {self._name}")
 
     def describe(self):
