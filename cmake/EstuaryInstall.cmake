@@ -1,10 +1,12 @@
 # The SDK as `cmake --install` lays it out under a prefix:
 #   bin/estuary                         the command line
-#   include/estuary/...                 the public headers (the core's and the GE backend's)
-#   <libdir>/libestuary_core.so, libestuary_ge.so
+#   include/estuary/..., estuary_c.h    the public headers (the core's, the GE backend's, the SDK's
+#                                       and the C API)
+#   <libdir>/libestuary_core.so, libestuary_ge.so, libestuary_sdk.so (the C API is in the last)
 #   <libdir>/estuary/plugins/*.so       the frontend and fusion plugins, found beside the core
 #                                       library as in the build tree, so no path needs setting
-#   <libdir>/cmake/Estuary/             find_package(Estuary): Estuary::estuary_core, Estuary::estuary_ge
+#   <libdir>/cmake/Estuary/             find_package(Estuary): Estuary::estuary_core, Estuary::estuary_ge,
+#                                       Estuary::estuary_sdk
 #   <libdir>/pkgconfig/estuary.pc       pkg-config --cflags --libs estuary
 #   share/estuary/configs/              the shipped pipelines (O0..O3), found by the installed command line
 # The Python wheel (python/CMakeLists.txt, scikit-build) installs its own layout instead.
@@ -17,11 +19,13 @@ endif()
 
 set(ESTUARY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Estuary)
 
-install(TARGETS estuary_core estuary_ge EXPORT EstuaryTargets
+install(TARGETS estuary_core estuary_ge estuary_sdk EXPORT EstuaryTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/ ${PROJECT_SOURCE_DIR}/ge_backend/include/
+                  ${PROJECT_SOURCE_DIR}/sdk/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${ESTUARY_OPS_HEADER} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/estuary/sdk)
 get_property(ESTUARY_INSTALLED_PLUGINS GLOBAL PROPERTY ESTUARY_INSTALLED_PLUGINS)
 install(TARGETS ${ESTUARY_INSTALLED_PLUGINS} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/estuary/plugins)
 if(TARGET estuary)

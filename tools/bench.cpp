@@ -13,6 +13,8 @@
 #include "arguments.h"
 #include "commands.h"
 #include "plugins.h"
+#include "estuary/ge/offline_model.h"
+#include "estuary/sdk/build.h"
 #include "estuary/support/error.h"
 
 namespace estuary::cli {
@@ -177,17 +179,15 @@ int runBench(const std::vector<std::string>& argv) {
   const int64_t warmup = integerOption("bench", "warmup", args.value("warmup"), 10, 0);
   const int64_t iterations = integerOption("bench", "iterations", args.value("iterations"), 100, 1);
   const int64_t seed = integerOption("bench", "seed", args.value("seed"), 0, 0);
-  InputShapeSpec spec = parseInputShapes(args.value("input-shape").value_or(""));
-  if (!spec.ranges.empty()) usageError("estuary bench: --input-shape needs sizes to run with, not ranges");
-  const InputShapes& shapes = spec.shapes;
-
-  ge::BuildOptions options;
-  options.num_threads = static_cast<int>(integerOption("bench", "threads", args.value("threads"), 0, 0));
-  options.limits = limitsFrom("bench", args);
-  loadPlugins(args);
   // The shapes are the runs' shapes: an IR file is built with its symbolic dims kept.
-  OpenedModel opened = openModel(path, options);
-  ge::CompiledModel& model = *opened.model;
+  sdk::BuildConfig run_shapes;
+  setInputShapes(run_shapes, args.value("input-shape").value_or(""));
+  if (!run_shapes.input_ranges.empty()) usageError("estuary bench: --input-shape needs sizes to run with, not ranges");
+  const InputShapes& shapes = run_shapes.input_shapes;
+
+  std::shared_ptr<ge::CompiledModel> opened = sdk::openModel(path, backendConfigFrom("bench", args));
+  const bool built_from_ir = !ge::isOfflineModelFile(path);
+  ge::CompiledModel& model = *opened;
 
   std::mt19937_64 random(static_cast<uint64_t>(seed));
   std::vector<std::vector<int64_t>> dims = resolveShapes(model, shapes, batch);
@@ -218,7 +218,7 @@ int runBench(const std::vector<std::string>& argv) {
   getrusage(RUSAGE_SELF, &usage);
 
   std::ostream& out = std::cout;
-  out << "model       " << path << (opened.built ? " (built from IR, " : " (offline model, ") << model.device().name() << "/" << model.device().isa() << "), "
+  out << "model       " << path << (built_from_ir ? " (built from IR, " : " (offline model, ") << model.device().name() << "/" << model.device().isa() << "), "
       << model.numThreads() << " threads\n";
   out << "inputs     ";
   for (size_t i = 0; i < inputs.size(); ++i) out << " " << model.inputs()[i].name << ": " << inputs[i].desc().str();

@@ -9,31 +9,12 @@
 #include "commands.h"
 #include "plugins.h"
 #include "estuary/ge/offline_model.h"
-#include "estuary/ir/verifier.h"
-#include "estuary/ops/schema.h"
-#include "estuary/serialize/graph_file.h"
+#include "estuary/sdk/build.h"
 #include "estuary/support/error.h"
 
 namespace estuary::cli {
 
 namespace {
-
-std::string trim(const std::string& text) {
-  size_t start = text.find_first_not_of(" \t");
-  if (start == std::string::npos) return "";
-  return text.substr(start, text.find_last_not_of(" \t") - start + 1);
-}
-
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t end = text.find(separator, start);
-    parts.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return parts;
-    start = end + 1;
-  }
-}
 
 size_t totalOps(const std::map<std::string, size_t>& histogram) {
   size_t total = 0;
@@ -108,89 +89,19 @@ std::string plainSymbol(const Dim& dim) {
   return symbols.size() == 1 && symbols[0] == dim.str() ? symbols[0] : "";
 }
 
-InputShapeSpec parseInputShapes(const std::string& text) {
-  InputShapeSpec spec;
-  for (const std::string& raw : split(text, ';')) {
-    std::string entry = trim(raw);
-    if (entry.empty()) continue;
-    size_t colon = entry.rfind(':');
-    if (colon == std::string::npos || trim(entry.substr(0, colon)).empty()) {
-      usageError("--input-shape: '", entry, "' is not NAME:DIMS (e.g. \"x:1,3,224,224;y:-1,128\")");
-    }
-    std::string name = trim(entry.substr(0, colon));
-    std::vector<int64_t> dims;
-    std::string dim_list = trim(entry.substr(colon + 1));
-    auto number = [&](const std::string& text, int64_t minimum) {
-      size_t used = 0;
-      int64_t value = minimum - 1;
-      try {
-        value = std::stoll(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size() || value < minimum) {
-        usageError("--input-shape: input '", name, "': '", text,
-                   "' is not a dimension (a size, -1 to keep it, or a range such as 1~16)");
-      }
-      return value;
-    };
-    if (!dim_list.empty()) {
-      for (const std::string& part : split(dim_list, ',')) {
-        std::string dim = trim(part);
-        size_t tilde = dim.find('~');
-        if (tilde == std::string::npos) {
-          dims.push_back(number(dim, -1));
-          continue;
-        }
-        DimRange range{number(trim(dim.substr(0, tilde)), 0), number(trim(dim.substr(tilde + 1)), 0)};
-        if (range.min > range.max) usageError("--input-shape: input '", name, "': the range ", dim, " is empty");
-        spec.ranges[name][dims.size()] = range;
-        dims.push_back(-1);
-      }
-    }
-    if (!spec.shapes.emplace(name, dims).second) usageError("--input-shape: input '", name, "' is given twice");
-  }
-  return spec;
+sdk::BuildConfig backendConfigFrom(const std::string& command, const Arguments& args) {
+  sdk::BuildConfig config;
+  config.backend.num_threads = static_cast<int>(integerOption(command, "threads", args.value("threads"), 0, 0));
+  config.backend.limits = limitsFrom(command, args);
+  config.plugins = args.values("plugin");
+  return config;
 }
 
-void applyInputShapeSpec(Graph& graph, const InputShapeSpec& spec, ge::BuildOptions& options) {
-  fixInputShapes(graph, spec.shapes);
-  for (auto& [symbol, range] : symbolRanges(graph, spec.ranges)) options.dim_ranges[symbol] = range;
-}
-
-namespace {
-
-// Ops nothing registered are refused before building (which would otherwise fail only once a
-// plan is made), with a hint: they usually come from a plugin that was not loaded.
-void checkOpsRegistered(const Graph& graph, const std::string& path) {
-  for (const Node* node : graph.nodes()) {
-    if (!OpRegistry::global().find(*node)) {
-      raise(path, ": ", node->describe(), " uses op ", node->qualifiedOpType(),
-            ", which is not registered; if a plugin brings it, load the plugin with --plugin NAME|FILE");
-    }
-    for (const Graph* subgraph : node->subgraphs()) checkOpsRegistered(*subgraph, path);
-  }
-}
-
-}  // namespace
-
-OpenedModel openModel(const std::string& path, ge::BuildOptions options, const InputShapeSpec& shapes) {
-  // By name too, so that a damaged .eom is refused as one rather than parsed as IR text.
-  const std::string extension = ge::kOfflineModelExtension;
-  bool named_eom = path.size() > extension.size() && path.compare(path.size() - extension.size(), extension.size(), extension) == 0;
-  if (ge::isOfflineModelFile(path) || named_eom) return {ge::CompiledModel::load(path, options), false};
-  std::unique_ptr<Graph> graph = readGraphFile(path);
+void setInputShapes(sdk::BuildConfig& config, const std::string& spec) {
   try {
-    verifyGraph(*graph);
-  } catch (const Error& error) {
-    raise(path, ": the graph is not valid IR:\n", error.what());
-  }
-  checkOpsRegistered(*graph, path);
-  applyInputShapeSpec(*graph, shapes, options);
-  try {
-    return {ge::CompiledModel::build(*graph, options), true};
-  } catch (const Error& error) {
-    raise(path, ": cannot build: ", error.what());
+    sdk::parseInputShapeSpec(spec, config.input_shapes, config.input_ranges);
+  } catch (const InputValueError& error) {
+    usageError("--input-shape: ", error.what());
   }
 }
 
@@ -224,12 +135,9 @@ int runBuild(const std::vector<std::string>& argv) {
   const std::string& input = args.positionals()[0];
   if (ge::isOfflineModelFile(input)) raise(input, ": is an offline model already; 'estuary build' takes an IR file");
 
-  loadPlugins(args);
-  ge::BuildOptions options;
-  options.num_threads = static_cast<int>(integerOption("build", "threads", args.value("threads"), 0, 0));
-  options.limits = limitsFrom("build", args);
-  InputShapeSpec shapes = parseInputShapes(args.value("input-shape").value_or(""));
-  std::shared_ptr<ge::CompiledModel> model = openModel(input, options, shapes).model;
+  sdk::BuildConfig config = backendConfigFrom("build", args);
+  setInputShapes(config, args.value("input-shape").value_or(""));
+  std::shared_ptr<ge::CompiledModel> model = sdk::openModel(input, config);
 
   auto started = std::chrono::steady_clock::now();
   model->save(*output);

@@ -7,7 +7,7 @@
 
 #include "arguments.h"
 #include "estuary/ge/model.h"
-#include "estuary/transforms/input_shapes.h"
+#include "estuary/sdk/options.h"
 
 namespace estuary::cli {
 
@@ -27,34 +27,18 @@ int runBench(const std::vector<std::string>& args);
 int runConvert(const std::vector<std::string>& args);
 int runServe(const std::vector<std::string>& args);  // python -m estuary.serve
 
-// The directory of the shipped pipelines (configs/): ESTUARY_CONFIG_DIR, else share/estuary/configs
-// beside an installed command line, else the source tree.
-std::string configDir();
+// Shared by build, run, bench and convert (defined in build.cpp).
 
-// Shared by build, run and bench (defined in build.cpp).
-
-// "x:1,3,224,224;y:-1,128;z:1~16,64": dims by input name; -1 leaves a dim as the graph has
-// it, lo~hi leaves it symbolic but bounds the sizes a run may give it.
-struct InputShapeSpec {
-  InputShapes shapes;     // ranged dims are -1 here
-  InputDimRanges ranges;
-};
-InputShapeSpec parseInputShapes(const std::string& text);
-// Fixes the graph's input dims and adds the ranges of symbolic dims to `options`.
-void applyInputShapeSpec(Graph& graph, const InputShapeSpec& spec, ge::BuildOptions& options);
+// The build options of --threads, the resource limits and --plugin, as the SDK takes them.
+sdk::BuildConfig backendConfigFrom(const std::string& command, const Arguments& args);
+// --input-shape "x:1,3,224,224;y:-1,128;z:1~16,64" into the config's input shapes and
+// ranges; a usage error naming a malformed entry.
+void setInputShapes(sdk::BuildConfig& config, const std::string& spec);
 
 // An integer option of at least `minimum`, or `fallback` when absent; a usage error when
 // malformed.
 int64_t integerOption(const std::string& command, const std::string& name, const std::optional<std::string>& value,
                       int64_t fallback, int64_t minimum);
-
-// An offline model (recognized by its magic bytes) is loaded; an IR file (.est, .estir) is
-// read, given `shapes`, and built.
-struct OpenedModel {
-  std::shared_ptr<ge::CompiledModel> model;
-  bool built = false;  // from IR, rather than loaded
-};
-OpenedModel openModel(const std::string& path, ge::BuildOptions options, const InputShapeSpec& shapes = {});
 
 // The plain symbol a dim is ("batch"), or "" for static dims and expressions ("batch*seq").
 std::string plainSymbol(const Dim& dim);

@@ -9,6 +9,8 @@
 #include "commands.h"
 #include "estuary/frontend/frontend.h"
 #include "estuary/ge/offline_model.h"
+#include "estuary/sdk/build.h"
+#include "estuary/sdk/parser.h"
 #include "estuary/ir/verifier.h"
 #include "estuary/support/atomic_file.h"
 #include "estuary/support/error.h"
@@ -56,15 +58,6 @@ std::vector<std::string> withAtcSpellings(std::vector<std::string> args) {
     if (alias != aliases.end()) arg = alias->second + arg.substr(name.size());
   }
   return args;
-}
-
-// ATC names frameworks by number: 1 MindSpore, 3 TensorFlow, 5 ONNX (0, Caffe, is not read).
-std::string frameworkName(const std::string& text) {
-  static const std::map<std::string, std::string> kAtcNumbers = {{"1", "mindspore"}, {"3", "tensorflow"}, {"5", "onnx"}};
-  auto found = kAtcNumbers.find(text);
-  if (found != kAtcNumbers.end()) return found->second;
-  if (text == "0") usageError("estuary convert: --framework 0 (Caffe) is not a framework Estuary reads");
-  return text;
 }
 
 // "name:0;other" or "a,b": ATC's --out_nodes lists names separated by ';', commas work too.
@@ -140,22 +133,12 @@ void printInfo(std::ostream& out, const std::string& path, const ModelInfo& info
   for (const auto& [op, count] : info.op_counts) out << "    " << std::left << std::setw(28) << op << count << "\n";
 }
 
-struct StageRow {
-  std::string name;
-  double seconds = 0;
-  std::string detail;
-};
-
-void printSummary(std::ostream& out, const std::vector<StageRow>& stages) {
+void printSummary(std::ostream& out, const std::vector<sdk::StageReport>& stages) {
   out << "stages:\n";
-  for (const StageRow& stage : stages) {
+  for (const sdk::StageReport& stage : stages) {
     out << "  " << std::left << std::setw(22) << stage.name << std::setw(12) << formatSeconds(stage.seconds)
         << stage.detail << "\n";
   }
-}
-
-std::string opsChange(size_t before, size_t after) {
-  return "ops " + std::to_string(before) + " -> " + std::to_string(after);
 }
 
 }  // namespace
@@ -214,66 +197,46 @@ int runConvert(const std::vector<std::string>& argv) {
       *output += extension;
     }
   }
-  ge::BuildOptions build_options;
-  build_options.num_threads = static_cast<int>(integerOption("convert", "threads", args.value("threads"), 0, 0));
-  build_options.limits = limitsFrom("convert", args);
-  InputShapeSpec shapes = parseInputShapes(args.value("input-shape").value_or(""));
-  // The pipeline is read (and its plugins loaded) before the model, so that a mistake in it
-  // is reported before a long translation.
-  std::unique_ptr<PassManager> manager = passManagerFrom(args, "O2");
-  if (log < LogLevel::Warning) manager->setLog(nullptr);
-
+  sdk::BuildConfig config = backendConfigFrom("convert", args);
+  setPipelineOptions(config, args, "O2");
+  setInputShapes(config, args.value("input-shape").value_or(""));
+  config.framework = sdk::frameworkName(args.value("framework").value_or(""));
+  config.frontend.variant = args.value("signature").value_or("");
+  config.frontend.weights = args.value("weights").value_or("");
+  config.frontend.allowed_dirs = args.values("allow-dir");
+  config.frontend.outputs = nameList(args.value("out-nodes").value_or(""));
+  config.frontend.keys = frontendKeys(args.values("frontend-option"));
+  // The pipeline is resolved and the plugins loaded (some bring frontends or translations)
+  // before the model is read, so that a mistake in either is reported before a long
+  // translation.
+  sdk::Conversion conversion(config);
+  PassManager* manager = conversion.passManager();
+  if (manager && log >= LogLevel::Warning) manager->setLog(&std::cerr);
   ModelInput input = ModelInput::files(model_paths);
-  FrontendOptions options;
-  options.variant = args.value("signature").value_or("");
-  options.weights = args.value("weights").value_or("");
-  options.allowed_dirs = args.values("allow-dir");
-  options.outputs = nameList(args.value("out-nodes").value_or(""));
-  options.input_shapes = shapes.shapes;
-  options.input_ranges = shapes.ranges;
-  options.keys = frontendKeys(args.values("frontend-option"));
-  const std::string framework = frameworkName(args.value("framework").value_or(""));
   if (mode == Mode::Info) {
-    printInfo(std::cout, model_path, describeModel(input, options, framework));
+    printInfo(std::cout, model_path, describeModel(input, sdk::frontendOptionsOf(config), config.framework));
     return 0;
   }
 
   const bool show = log >= LogLevel::Info;
   ProgressBar progress({"translate", "input shapes", "pipeline", "build", "save"}, show);
-  std::vector<StageRow> stages;
-  auto started = std::chrono::steady_clock::now();
-  auto lap = [&] {
-    auto now = std::chrono::steady_clock::now();
-    double seconds = std::chrono::duration<double>(now - started).count();
-    started = now;
-    return seconds;
-  };
 
   progress.enter(0);
-  std::unique_ptr<Graph> graph = loadModel(input, options, framework);
-  size_t translated_ops = graph->numNodesRecursive();
-  stages.push_back({"translate", lap(), "ops " + std::to_string(translated_ops)});
-  Parameters parameters = countParameters(*graph);
-
+  Graph& graph = conversion.translate(input);
+  Parameters parameters = countParameters(graph);
   progress.enter(1);
-  applyInputShapeSpec(*graph, shapes, build_options);
-  stages.push_back({"input shapes", lap(), shapes.shapes.empty() ? "as in the model"
-                                           : std::to_string(shapes.shapes.size()) + " inputs given"});
-
+  conversion.fixInputShapes();
   progress.enter(2);
-  if (log >= LogLevel::Debug) manager->setLog(&std::cerr);
-  manager->run(*graph);
-  size_t optimized_ops = graph->numNodesRecursive();
-  stages.push_back({"pipeline", lap(), opsChange(translated_ops, optimized_ops) + ", " +
-                                           std::to_string(manager->totalChanges()) + " changes"});
+  if (manager && log >= LogLevel::Debug) manager->setLog(&std::cerr);
+  conversion.optimize();
 
   if (mode == Mode::Text || mode == Mode::Json) {
     progress.finish();
     std::ostringstream text;
     if (mode == Mode::Text) {
-      text << printGraph(*graph, {4096});
+      text << printGraph(graph, {4096});
     } else {
-      writeGraphJson(text, *graph);
+      writeGraphJson(text, graph);
     }
     if (output) {
       writeFileAtomically(*output, text.str());
@@ -284,23 +247,14 @@ int runConvert(const std::vector<std::string>& argv) {
   }
 
   progress.enter(3);
-  std::shared_ptr<ge::CompiledModel> model;
-  try {
-    model = ge::CompiledModel::build(*graph, build_options);
-  } catch (const Error& error) {
-    raise(model_path, ": cannot build: ", error.what());
-  }
+  std::shared_ptr<ge::CompiledModel> model = conversion.build();
   const ge::BuildReport& report = model->report();
-  size_t built_ops = 0;
-  for (const auto& entry : report.ops_after) built_ops += entry.second;
-  stages.push_back({"build", lap(), opsChange(optimized_ops, built_ops) + ", " +
-                                        std::to_string(report.fused_epilogues) + " epilogues fused, " +
-                                        std::to_string(report.folded_transposes) + " transposes folded, " +
-                                        std::to_string(report.folded_constants) + " constants folded"});
+  std::vector<sdk::StageReport> stages = conversion.stages();
 
   progress.enter(4);
+  auto saving = std::chrono::steady_clock::now();
   model->save(*output);
-  stages.push_back({"save", lap(), ""});
+  stages.push_back({"save", std::chrono::duration<double>(std::chrono::steady_clock::now() - saving).count(), ""});
   progress.finish();
   if (!show) return 0;
 
@@ -325,7 +279,7 @@ int runConvert(const std::vector<std::string>& argv) {
            "input values; fix dims with --input-shape to plan now)\n";
   }
   if (log >= LogLevel::Debug) {
-    manager->printTimingReport(out);
+    if (manager) manager->printTimingReport(out);
     out << "kernels:\n";
     for (const std::string& line : report.kernels) out << "  " << line << "\n";
   }

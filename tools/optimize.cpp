@@ -1,6 +1,4 @@
 // estuary optimize: IR file in, pipeline, IR file out.
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "arguments.h"
@@ -8,22 +6,12 @@
 #include "pipeline_options.h"
 #include "estuary/ir/verifier.h"
 #include "estuary/pass/manager.h"
+#include "estuary/sdk/build.h"
 #include "estuary/support/error.h"
 #include "estuary/text/printer.h"
 #include "estuary/serialize/graph_file.h"
 
 namespace estuary::cli {
-
-std::string configDir() {
-  if (const char* dir = std::getenv("ESTUARY_CONFIG_DIR")) return dir;
-  // Installed (cmake/EstuaryInstall.cmake): bin/estuary beside share/estuary/configs. In the
-  // build tree, the source tree's configs/.
-  std::error_code unknown;
-  std::filesystem::path installed =
-      std::filesystem::read_symlink("/proc/self/exe", unknown).parent_path().parent_path() / "share/estuary/configs";
-  if (!unknown && std::filesystem::is_directory(installed, unknown)) return installed.string();
-  return ESTUARY_DEFAULT_CONFIG_DIR;
-}
 
 int runOptimize(const std::vector<std::string>& argv) {
   Arguments args(
@@ -46,7 +34,11 @@ int runOptimize(const std::vector<std::string>& argv) {
   if (!output) usageError("estuary optimize: missing -o OUTPUT (see --help)");
   const std::string& input = args.positionals()[0];
 
-  std::unique_ptr<PassManager> manager = passManagerFrom(args, "O1");
+  sdk::BuildConfig config;
+  setPipelineOptions(config, args, "O1");
+  std::unique_ptr<PassManager> manager = sdk::makePassManager(config);
+  if (!manager) usageError("estuary optimize: --pipeline is empty");
+  manager->setLog(&std::cerr);
 
   std::unique_ptr<Graph> graph = readGraphFile(input);
   try {

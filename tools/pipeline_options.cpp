@@ -1,21 +1,11 @@
 #include "pipeline_options.h"
 
 #include "commands.h"
-#include "estuary/pass/pipeline.h"
 #include "plugins.h"
 
 namespace estuary::cli {
 
 namespace {
-
-// "O2" names configs/O2.yaml; anything with a '/' or a .yaml suffix is a path.
-std::string pipelinePath(const std::string& name) {
-  if (name.find('/') != std::string::npos || name.find(".yaml") != std::string::npos ||
-      name.find(".yml") != std::string::npos) {
-    return name;
-  }
-  return configDir() + "/" + name + ".yaml";
-}
 
 std::vector<std::string> splitList(const std::string& text) {
   std::vector<std::string> items;
@@ -44,17 +34,13 @@ std::vector<OptionDecl> pipelineOptionDecls(const std::string& default_pipeline)
   };
 }
 
-std::unique_ptr<PassManager> passManagerFrom(const Arguments& args, const std::string& default_pipeline) {
-  loadPlugins(args);
-  Pipeline pipeline = args.value("passes")
-                          ? parsePassList(*args.value("passes"))
-                          : loadPipelineFile(pipelinePath(args.value("pipeline").value_or(default_pipeline)));
-  auto manager = std::make_unique<PassManager>(std::move(pipeline));
-  for (const std::string& name : splitList(args.value("disable").value_or(""))) manager->setEnabled(name, false);
-  if (auto file = args.value("switch-file")) manager->applySwitches(loadPassSwitchFile(*file));
-  if (args.flag("debug")) manager->setDebug(true);
-  if (auto dir = args.value("dump-dir")) manager->setDumpDir(*dir);
-  return manager;
+void setPipelineOptions(sdk::BuildConfig& config, const Arguments& args, const std::string& default_pipeline) {
+  config.pipeline = args.value("passes").value_or(args.value("pipeline").value_or(default_pipeline));
+  config.plugins = args.values("plugin");
+  config.disabled_passes = splitList(args.value("disable").value_or(""));
+  config.switch_file = args.value("switch-file").value_or("");
+  config.debug = args.flag("debug");
+  if (auto dir = args.value("dump-dir")) config.dump_dir = *dir;
 }
 
 }  // namespace estuary::cli

@@ -1,19 +1,19 @@
 #pragma once
 // The options that choose and adjust a pass pipeline, shared by `estuary optimize` and
 // `estuary convert`: --pipeline / --passes, --plugin, --disable, --switch-file, --debug,
-// --dump-dir.
-#include <memory>
+// --dump-dir. They fill the SDK's build config, which resolves the pipeline as every other
+// entry point does.
 #include <string>
 #include <vector>
 
 #include "arguments.h"
-#include "estuary/pass/manager.h"
+#include "estuary/sdk/options.h"
 
 namespace estuary::cli {
 
 std::vector<OptionDecl> pipelineOptionDecls(const std::string& default_pipeline);
 
-// Loads the requested plugins and makes the pass manager the options describe.
-std::unique_ptr<PassManager> passManagerFrom(const Arguments& args, const std::string& default_pipeline);
+// Sets the config's pipeline, plugins, disabled passes, switch file and debug dumps.
+void setPipelineOptions(sdk::BuildConfig& config, const Arguments& args, const std::string& default_pipeline);
 
 }  // namespace estuary::cli

@@ -6,6 +6,7 @@
 #include "arguments.h"
 #include "commands.h"
 #include "plugins.h"
+#include "estuary/sdk/build.h"
 #include "estuary/support/error.h"
 #include "npy.h"
 
@@ -120,11 +121,7 @@ int runRun(const std::vector<std::string>& argv) {
   if (!output) usageError("estuary run: missing -o OUTPUT.npz (see --help)");
   const std::string& path = args.positionals()[0];
 
-  ge::BuildOptions options;
-  options.num_threads = static_cast<int>(integerOption("run", "threads", args.value("threads"), 0, 0));
-  options.limits = limitsFrom("run", args);
-  loadPlugins(args);
-  std::shared_ptr<ge::CompiledModel> model = openModel(path, options).model;
+  std::shared_ptr<ge::CompiledModel> model = sdk::openModel(path, backendConfigFrom("run", args));
 
   std::map<std::string, GivenInput> given = readInputs(args, *model);
   std::vector<ge::HostTensor> inputs;

@@ -233,8 +233,32 @@ std::vector<WeightEntry> extractWeights(Graph& graph, uint64_t& weights_size) {
   return entries;
 }
 
+}  // namespace
+
+// Where save() writes: a file (through an AtomicFile) or bytes in memory.
+struct ByteSink {
+  virtual ~ByteSink() = default;
+  virtual void write(const void* data, uint64_t size) = 0;
+  virtual uint64_t position() const = 0;
+};
+
+namespace {
+
+struct FileSink : ByteSink {
+  explicit FileSink(const std::string& path) : file(path) {}
+  void write(const void* data, uint64_t size) override { file.write(data, size); }
+  uint64_t position() const override { return file.position(); }
+  AtomicFile file;
+};
+
+struct StringSink : ByteSink {
+  void write(const void* data, uint64_t size) override { bytes.append(static_cast<const char*>(data), size); }
+  uint64_t position() const override { return bytes.size(); }
+  std::string bytes;
+};
+
 // Zeros up to `offset` (the next section's or weight's alignment).
-void padTo(AtomicFile& file, uint64_t offset) {
+void padTo(ByteSink& file, uint64_t offset) {
   static const char kZeros[kAlignment] = {};
   while (file.position() < offset) file.write(kZeros, std::min<uint64_t>(kAlignment, offset - file.position()));
 }
@@ -420,6 +444,19 @@ bool isOfflineModelFile(const std::string& path) {
 }
 
 void CompiledModel::save(const std::string& path) const {
+  // Saving over the file a model was loaded from leaves that model's mapping intact.
+  FileSink sink(path);
+  writeTo(sink);
+  sink.file.commit();
+}
+
+std::string CompiledModel::saveToBytes() const {
+  StringSink sink;
+  writeTo(sink);
+  return std::move(sink.bytes);
+}
+
+void CompiledModel::writeTo(ByteSink& file) const {
   std::unique_ptr<Graph> stripped = graph_->clone();
   uint64_t weights_size = 0;
   std::vector<WeightEntry> weights = extractWeights(*stripped, weights_size);
@@ -505,8 +542,6 @@ void CompiledModel::save(const std::string& path) const {
     std::memcpy(header + kSectionsAt + 16 * s + 8, &sizes[s], 8);
   }
 
-  // Saving over the file a model was loaded from leaves that model's mapping intact.
-  AtomicFile file(path);
   file.write(header, sizeof header);
   for (Section s : kMetadataSections) file.write(contents[s].data(), contents[s].size());
   uint64_t written_end = 0;  // weights already written (shared buffers appear once)
@@ -517,13 +552,29 @@ void CompiledModel::save(const std::string& path) const {
     written_end = entry.offset + entry.tensor.byteSize();
   }
   padTo(file, file_size);
-  file.commit();
 }
 
 std::shared_ptr<CompiledModel> CompiledModel::load(const std::string& path, const BuildOptions& options,
                                                    const Device& device) {
+  return loadMapped(mapModelFile(path), path, options, device);
+}
+
+std::shared_ptr<CompiledModel> CompiledModel::loadFromMemory(const void* data, size_t size,
+                                                             const BuildOptions& options, const Device& device) {
+  // Weights are used where they lie, so they need the 64-byte alignment the file gives them
+  // and must outlive the model: the bytes are copied once into storage the model owns.
+  const char* name = "offline model in memory";
+  if (size < sizeof kMagic) raise(name, ": not an Estuary offline model (", size, " bytes, too short for its magic)");
+  std::shared_ptr<char> copy(static_cast<char*>(std::aligned_alloc(kAlignment, alignUp(size))), std::free);
+  if (!copy) throw std::bad_alloc();
+  std::memcpy(copy.get(), data, size);
+  MappedFile memory{copy.get(), size, copy};
+  return loadMapped(memory, name, options, device);
+}
+
+std::shared_ptr<CompiledModel> CompiledModel::loadMapped(const MappedFile& file, const std::string& path,
+                                                         const BuildOptions& options, const Device& device) {
   auto started = std::chrono::steady_clock::now();
-  MappedFile file = mapModelFile(path);
   Header header = checkHeader(file, path);
   if (header.device != device.name() || header.isa != device.isa()) {
     raise(path, ": built for ", header.device, "/", header.isa, ", this machine is ", device.name(), "/",

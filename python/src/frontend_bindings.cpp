@@ -160,16 +160,16 @@ ModelInput modelInputOf(const py::object& model) {
   return ModelInput::path(fspath(model).cast<std::string>());
 }
 
-FrontendOptions LoadArguments::options(const InputShapes& input_shapes) const {
-  FrontendOptions options;
-  options.variant = signature.value_or("");
-  options.weights = weights.value_or("");
-  options.allowed_dirs = allowed_dirs;
-  options.outputs = outputs;
-  options.input_shapes = input_shapes;
-  options.keys = frontend_options;
-  options.extensions = pythonExtensions(extensions, framework.value_or(""));
-  return options;
+sdk::BuildConfig LoadArguments::config() const {
+  sdk::BuildConfig config;
+  config.framework = sdk::frameworkName(framework.value_or(""));
+  config.frontend.variant = signature.value_or("");
+  config.frontend.weights = weights.value_or("");
+  config.frontend.allowed_dirs = allowed_dirs;
+  config.frontend.outputs = outputs;
+  config.frontend.keys = frontend_options;
+  config.frontend.extensions = pythonExtensions(extensions, framework.value_or(""));
+  return config;
 }
 
 void registerFrontendBindings(py::module_& m) {

@@ -2,6 +2,7 @@
 // What the Python package passes to the frontend layer: the options of a load
 // (frontend/model_input.h) from keyword arguments, and Python functions as conversion
 // extensions (frontend/translator_table.h), which see the node through estuary.NodeContext.
+#include "estuary/sdk/options.h"
 #include <pybind11/pybind11.h>
 
 #include <string>
@@ -31,7 +32,8 @@ struct LoadArguments {
   std::map<std::string, std::string> frontend_options;
   pybind11::object extensions = pybind11::none();
 
-  FrontendOptions options(const InputShapes& input_shapes = {}) const;
+  // The frontend's options and framework as the SDK's build config holds them.
+  sdk::BuildConfig config() const;
 };
 
 }  // namespace estuary::python

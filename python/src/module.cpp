@@ -13,6 +13,8 @@
 #include "estuary/pass/manager.h"
 #include "estuary/pass/pipeline.h"
 #include "estuary/plugin/loader.h"
+#include "estuary/sdk/build.h"
+#include "estuary/sdk/parser.h"
 #include "estuary/serialize/graph_file.h"
 #include "estuary/support/error.h"
 #include "estuary/support/limits.h"
@@ -134,44 +136,13 @@ class Model {
   std::unique_ptr<ge::RunContextPool> contexts_;
 };
 
-// Where the shipped pipelines (configs/*.yaml) are; set by the package's __init__.py.
-std::string& configDir() {
-  static std::string dir;
-  return dir;
-}
-
-// A pipeline YAML path, the name of a shipped pipeline ("O2"), or a pass list.
-Pipeline pipelineFor(const std::string& pipeline) {
-  if (pipeline.find('/') != std::string::npos || pipeline.find(".yaml") != std::string::npos ||
-      pipeline.find(".yml") != std::string::npos) {
-    return loadPipelineFile(pipeline);
-  }
-  std::string shipped = configDir() + "/" + pipeline + ".yaml";
-  if (!configDir().empty() && std::filesystem::exists(shipped)) return loadPipelineFile(shipped);
-  return parsePassList(pipeline);
-}
-
-// The pass manager of a pipeline, its plugins loaded (and with them their ops' kernels and
-// conversion extensions).
-std::unique_ptr<PassManager> passManager(const std::string& pipeline, const std::vector<std::string>& disable) {
-  auto manager = std::make_unique<PassManager>(pipelineFor(pipeline));
-  for (const std::string& name : disable) manager->setEnabled(name, false);
-  manager->setLog(nullptr);
-  return manager;
-}
-
 void optimizeGraph(Graph& graph, const std::string& pipeline, const std::vector<std::string>& disable) {
-  passManager(pipeline, disable)->run(graph);
+  sdk::BuildConfig config;
+  config.pipeline = pipeline;
+  config.disabled_passes = disable;
+  std::unique_ptr<PassManager> manager = sdk::makePassManager(config);
+  if (manager) manager->run(graph);
 }
-
-struct ConvertOptions {
-  std::optional<std::string> output;
-  InputShapes input_shapes;
-  std::string pipeline = "O2";
-  std::vector<std::string> disable;
-  int threads = 0;
-  ResourceLimits limits = ResourceLimits::forThisMachine();
-};
 
 // The `limits` keyword: {"tensor": 4 << 30 or "4GiB", "plan": ..., "run": ..., "plans": 16},
 // each key optional; None keeps this machine's defaults.
@@ -212,20 +183,40 @@ py::dict limitsDict(const ResourceLimits& limits) {
   return result;
 }
 
-// What `estuary convert` does: translate (the input shapes fixed before translation),
-// optimize, build, and save when asked to.
-std::shared_ptr<ge::CompiledModel> convertModel(const ModelInput& input, const FrontendOptions& load,
-                                                const std::string& framework, const ConvertOptions& options) {
-  // The pipeline first: its plugins may bring translations the model needs.
-  std::unique_ptr<PassManager> manager = passManager(options.pipeline, options.disable);
-  std::unique_ptr<Graph> graph = loadModel(input, load, framework);
-  manager->run(*graph);
-  ge::BuildOptions build;
-  build.num_threads = options.threads;
-  build.limits = options.limits;
-  std::shared_ptr<ge::CompiledModel> model = ge::CompiledModel::build(*graph, build);
-  if (options.output) model->save(*options.output);
-  return model;
+// The `input_shapes` keyword: {"x": [1, 3, 224, 224], "ids": ["1~16", 128]} (-1 keeps a dim,
+// "lo~hi" or (lo, hi) keeps it symbolic within a range), or the command line's spec string
+// "x:1,3,224,224;ids:1~16,128". Both go through the SDK's one parser.
+void setInputShapes(sdk::BuildConfig& config, const py::object& given) {
+  if (given.is_none()) return;
+  std::string spec;
+  if (py::isinstance<py::str>(given)) {
+    spec = given.cast<std::string>();
+  } else if (py::isinstance<py::dict>(given)) {
+    for (auto [key, dims] : given.cast<py::dict>()) {
+      const std::string name = py::str(key);
+      if (!py::isinstance<py::sequence>(dims) || py::isinstance<py::str>(dims)) {
+        throw py::type_error("input_shapes['" + name + "'] must be a list of dims such as [1, 3, 224, 224]");
+      }
+      std::string list;
+      for (py::handle dim : dims.cast<py::sequence>()) {
+        std::string text;
+        if (py::isinstance<py::int_>(dim) || py::isinstance<py::str>(dim)) {
+          text = py::str(dim);
+        } else if (py::isinstance<py::tuple>(dim) && py::len(dim) == 2) {
+          text = py::str(dim.cast<py::tuple>()[0]).cast<std::string>() + "~" +
+                 py::str(dim.cast<py::tuple>()[1]).cast<std::string>();
+        } else {
+          throw py::type_error("input_shapes['" + name + "']: a dim is a size, -1, \"lo~hi\" or (lo, hi), got " +
+                               py::repr(dim).cast<std::string>());
+        }
+        list += (list.empty() ? "" : ",") + text;
+      }
+      spec += name + ":" + list + ";";
+    }
+  } else {
+    throw py::type_error("input_shapes must be a dict {name: dims} or a string such as \"x:1,3,224,224\"");
+  }
+  sdk::parseInputShapeSpec(spec, config.input_shapes, config.input_ranges);
 }
 
 // The keyword arguments every loading function takes, as pybind11 declares them.
@@ -245,10 +236,6 @@ constexpr const char* kLoadKwargsDoc =
     "frontend_options: frontend-specific keys {key: value}.\n"
     "extensions: {\"Op\" or \"domain::Op\": function(node: NodeContext) -> values}, translations of\n"
     "    ops the frontend lacks or that should translate differently.";
-
-bool hasExtension(const std::string& path, std::string_view extension) {
-  return path.size() > extension.size() && path.compare(path.size() - extension.size(), extension.size(), extension) == 0;
-}
 
 // An exception class deriving from both EstuaryError and a Python built-in, raised for the
 // C++ ErrorType; returns the class.
@@ -334,10 +321,10 @@ PYBIND11_MODULE(_estuary, m) {
                      const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
                      const py::object& extensions) {
                     python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
+                    sdk::BuildConfig config = load.config();
                     ModelInput input = python::modelInputOf(model);
-                    FrontendOptions options = load.options();
                     py::gil_scoped_release release;
-                    return std::shared_ptr<Graph>(loadModel(input, options, framework.value_or("")));
+                    return std::shared_ptr<Graph>(sdk::parseModel(input, config));
                   },
                   py::arg("model"), ESTUARY_LOAD_KWARGS,
                   (std::string("Translates a framework's model (a file, a directory, or a list of paths)\n"
@@ -355,7 +342,7 @@ PYBIND11_MODULE(_estuary, m) {
       })
       .def("__str__", [](const Graph& graph) { return printGraph(graph); });
 
-  m.def("_set_config_dir", [](const std::string& dir) { estuary::python::configDir() = dir; });
+  m.def("_set_config_dir", [](const std::string& dir) { setShippedPipelineDir(dir); });
   m.def(
       "load_plugin",
       [](const std::string& name_or_path) {
@@ -375,61 +362,61 @@ PYBIND11_MODULE(_estuary, m) {
       "what it registered.");
   m.def(
       "convert",
-      [](const py::object& model, const std::optional<std::string>& output, const InputShapes& input_shapes,
+      [](const py::object& model, const std::optional<std::string>& output, const py::object& input_shapes,
          const std::string& pipeline, const std::vector<std::string>& disable, int threads, const py::object& limits,
          const std::optional<std::string>& framework, const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs,
          const std::optional<std::string>& signature, const std::vector<std::string>& outputs,
          const std::map<std::string, std::string>& keys, const py::object& extensions) {
-        python::ConvertOptions options{output, input_shapes, pipeline, disable, threads, python::limitsOf(limits)};
         python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
+        sdk::BuildConfig config = load.config();
+        python::setInputShapes(config, input_shapes);
+        config.pipeline = pipeline;
+        config.disabled_passes = disable;
+        config.backend.num_threads = threads;
+        config.backend.limits = python::limitsOf(limits);
         ModelInput input = python::modelInputOf(model);
-        FrontendOptions frontend_options = load.options(input_shapes);
         py::gil_scoped_release release;
-        return Model(python::convertModel(input, frontend_options, framework.value_or(""), options));
+        std::shared_ptr<ge::CompiledModel> converted = sdk::convertModel(input, config);
+        if (output) converted->save(*output);
+        return Model(converted);
       },
-      py::arg("model"), py::arg("output") = py::none(), py::kw_only(), py::arg("input_shapes") = InputShapes{},
+      py::arg("model"), py::arg("output") = py::none(), py::kw_only(), py::arg("input_shapes") = py::none(),
       py::arg("pipeline") = "O2", py::arg("disable") = std::vector<std::string>{}, py::arg("threads") = 0,
       py::arg("limits") = py::none(), ESTUARY_LOAD_KWARGS,
       (std::string("Converts a framework's model into a runnable Model, like `estuary convert`: translate,\n"
-                   "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic), run the pipeline,\n"
+                   "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic, '1~16' or (1, 16) bounds it;\n"
+                   "or the command line's 'x:1,3,224,224'), run the pipeline,\n"
                    "build; writes the offline model to `output` when given.\n"
                    "limits: {'tensor': '4GiB', 'plan': ..., 'run': ..., 'plans': 16}, any of them, replacing\n"
                    "    this machine's defaults (default_limits()); a model past them raises ResourceLimitError.\n") +
        python::kLoadKwargsDoc).c_str());
 
   py::class_<Model>(m, "Model", "A graph built by the GE backend for the CPU, ready to run.")
-      .def(py::init([](const py::object& source, int threads, const py::object& limits,
+      .def(py::init([](const py::object& source, int threads, const py::object& limits, const py::object& input_shapes,
                        const std::optional<std::string>& framework,
                        const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs, const std::optional<std::string>& signature,
                        const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
                        const py::object& extensions) {
-             ge::BuildOptions options;
-             options.num_threads = threads;
-             options.limits = python::limitsOf(limits);
+             python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
+             sdk::BuildConfig config = load.config();
+             python::setInputShapes(config, input_shapes);
+             config.backend.num_threads = threads;
+             config.backend.limits = python::limitsOf(limits);
              if (py::isinstance<Graph>(source)) {
-               return Model(ge::CompiledModel::build(*source.cast<std::shared_ptr<Graph>>(), options));
+               std::shared_ptr<Graph> graph = source.cast<std::shared_ptr<Graph>>();
+               config.pipeline.clear();  // a Graph is built as it is; Graph.optimize() runs pipelines
+               py::gil_scoped_release release;
+               return Model(sdk::buildGraph(*graph, config));
              }
              ModelInput input = python::modelInputOf(source);
-             python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
-             FrontendOptions frontend_options = load.options();
-             python::ConvertOptions convert;
-             convert.threads = threads;
-             convert.limits = options.limits;
              py::gil_scoped_release release;
-             const std::string& path = input.path();
-             if (input.kind() == ModelInput::Kind::File && !framework) {
-               if (ge::isOfflineModelFile(path)) return Model(ge::CompiledModel::load(path, options));
-               if (python::hasExtension(path, ".est") || python::hasExtension(path, ".estir")) {
-                 std::unique_ptr<Graph> graph = readGraphFile(path);
-                 return Model(ge::CompiledModel::build(*graph, options));
-               }
-             }
-             return Model(python::convertModel(input, frontend_options, framework.value_or(""), convert));
+             return Model(sdk::openModel(input, config));
            }),
-           py::arg("source"), py::arg("threads") = 0, py::kw_only(), py::arg("limits") = py::none(), ESTUARY_LOAD_KWARGS,
+           py::arg("source"), py::arg("threads") = 0, py::kw_only(), py::arg("limits") = py::none(),
+           py::arg("input_shapes") = py::none(), ESTUARY_LOAD_KWARGS,
            (std::string("Loads an offline model (.eom), builds an IR file (.est, .estir) or a Graph, or\n"
                         "converts a framework's model (a file, a directory, or a list of paths) with the O2\n"
-                        "pipeline. threads=0 uses every core; limits as estuary.convert takes them.\n") +
+                        "pipeline. threads=0 uses every core; limits and input_shapes as estuary.convert takes them.\n") +
             python::kLoadKwargsDoc).c_str())
       .def("run", &Model::run, py::arg("inputs"),
            "Runs with a dict name -> array or a list in input order; returns the outputs as a list.\n"

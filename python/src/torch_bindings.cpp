@@ -156,14 +156,12 @@ std::shared_ptr<Graph> translate(const std::string& name, const py::list& nodes,
   return std::shared_ptr<Graph>(loadModel(input, options, "pytorch"));
 }
 
-// Runs a pipeline (a YAML file, or a pass list) over the graph; with `dump_dir`, the pass
+// Runs a pipeline (a shipped one's name, a YAML file, or a pass list) over the graph; with `dump_dir`, the pass
 // manager writes the IR before and after every pass there. Returns (pass, changes, seconds)
 // per pass run.
 std::vector<std::tuple<std::string, int64_t, double>> optimize(Graph& graph, const std::string& pipeline,
                                                                const std::string& dump_dir) {
-  bool is_file = pipeline.size() > 5 && (pipeline.compare(pipeline.size() - 5, 5, ".yaml") == 0 ||
-                                         pipeline.compare(pipeline.size() - 4, 4, ".yml") == 0);
-  PassManager manager(is_file ? loadPipelineFile(pipeline) : parsePassList(pipeline));
+  PassManager manager(resolvePipeline(pipeline));
   manager.setLog(nullptr);
   if (!dump_dir.empty()) {
     manager.setDebug(true);

@@ -45,6 +45,27 @@ def test_convert_fixes_shapes_optimizes_builds_and_saves(model_file, tmp_path):
     np.testing.assert_array_equal(estuary.Model(output).run([x])[0], expected(x))
 
 
+@pytest.mark.parametrize("input_shapes", [{"x": ["1~3", 4]}, {"x": [(1, 3), 4]}, "x:1~3,4"])
+def test_input_shape_ranges_as_the_command_line_takes_them(model_file, tmp_path, input_shapes):
+    output = str(tmp_path / "ranged.eom")
+    model = estuary.convert(model_file, output, input_shapes=input_shapes)
+    for batch in (1, 3):
+        x = np.linspace(-1, 1, 4 * batch, dtype=np.float32).reshape(batch, 4)
+        np.testing.assert_array_equal(model.run({"x": x})[0], expected(x))
+    # The range is kept in the offline model and enforced when it runs.
+    with pytest.raises(ValueError, match="accepts 1~3"):
+        estuary.Model(output).run({"x": np.zeros((4, 4), np.float32)})
+
+
+def test_input_shapes_that_are_malformed_are_refused_naming_the_input(model_file):
+    with pytest.raises(ValueError, match="the range 3~1 is empty"):
+        estuary.convert(model_file, input_shapes={"x": ["3~1", 4]})
+    with pytest.raises(TypeError, match=r"input_shapes\['x'\]"):
+        estuary.convert(model_file, input_shapes={"x": [1.5, 4]})
+    with pytest.raises(TypeError, match="input_shapes must be a dict"):
+        estuary.convert(model_file, input_shapes=[1, 4])
+
+
 def test_model_converts_a_framework_file(model_file):
     model = estuary.Model(model_file)
     x = np.arange(12, dtype=np.float32).reshape(3, 4) - 6

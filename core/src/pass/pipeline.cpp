@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -323,6 +325,82 @@ Pipeline loadPipelineFile(const std::string& path, const PassRegistry& registry)
   std::string text = readFile(path, "the pipeline file");
   std::string base_dir = std::filesystem::path(path).parent_path().string();
   return parsePipelineYaml(text, path, base_dir.empty() ? "." : base_dir, registry);
+}
+
+namespace {
+
+struct ChosenPipelineDir {
+  std::mutex mutex;
+  std::string dir;
+};
+
+ChosenPipelineDir& chosenPipelineDir() {
+  static ChosenPipelineDir chosen;
+  return chosen;
+}
+
+bool endsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::string shippedPipelineDir() {
+  if (const char* dir = std::getenv("ESTUARY_CONFIG_DIR")) return dir;
+  {
+    ChosenPipelineDir& chosen = chosenPipelineDir();
+    std::lock_guard<std::mutex> lock(chosen.mutex);
+    if (!chosen.dir.empty()) return chosen.dir;
+  }
+  // Installed: <prefix>/<libdir>/estuary/plugins beside <prefix>/share/estuary/configs, where
+  // <libdir> is lib or a multiarch lib/x86_64-linux-gnu.
+  std::error_code error;
+  std::filesystem::path plugins = PluginLoader::installDir();
+  if (!plugins.empty()) {
+    std::filesystem::path prefix = plugins.parent_path().parent_path();
+    for (int level = 0; level < 2 && prefix.has_parent_path(); ++level) {
+      prefix = prefix.parent_path();
+      std::filesystem::path configs = prefix / "share/estuary/configs";
+      if (std::filesystem::is_directory(configs, error)) return configs.string();
+    }
+  }
+  if (std::filesystem::is_directory(ESTUARY_SOURCE_CONFIG_DIR, error)) return ESTUARY_SOURCE_CONFIG_DIR;
+  return {};
+}
+
+void setShippedPipelineDir(std::string dir) {
+  ChosenPipelineDir& chosen = chosenPipelineDir();
+  std::lock_guard<std::mutex> lock(chosen.mutex);
+  chosen.dir = std::move(dir);
+}
+
+Pipeline resolvePipeline(std::string_view spec, const PassRegistry& registry) {
+  if (spec.find('/') != std::string_view::npos || endsWith(spec, ".yaml") || endsWith(spec, ".yml")) {
+    return loadPipelineFile(std::string(spec), registry);
+  }
+  const std::string shipped_dir = shippedPipelineDir();
+  std::error_code error;
+  if (!shipped_dir.empty() && !spec.empty()) {
+    std::filesystem::path shipped = std::filesystem::path(shipped_dir) / (std::string(spec) + ".yaml");
+    if (std::filesystem::is_regular_file(shipped, error)) return loadPipelineFile(shipped.string(), registry);
+  }
+  try {
+    return parsePassList(spec, registry);
+  } catch (const Error& error) {
+    // A single unknown name was more likely meant as a pipeline than as a pass.
+    if (spec.find_first_of(",{") != std::string_view::npos) throw;
+    std::set<std::string> names;
+    std::error_code listing;
+    if (!shipped_dir.empty()) {
+      for (const auto& entry : std::filesystem::directory_iterator(shipped_dir, listing)) {
+        if (entry.path().extension() == ".yaml") names.insert(entry.path().stem().string());
+      }
+    }
+    std::string shipped;
+    for (const std::string& name : names) shipped += (shipped.empty() ? "" : ", ") + name;
+    raise("pipeline '", spec, "' is neither a shipped pipeline (", shipped.empty() ? "none found" : shipped,
+          ") nor a pipeline file nor a pass list: ", error.what());
+  }
 }
 
 void loadPipelinePlugins(const Pipeline& pipeline) {

@@ -7,7 +7,6 @@ TorchAir's frozen_parameter), optimized by the pipeline and built by the GE back
 the GE backend the addresses of the torch tensors: inputs and mutated inputs (a KV cache) are
 used in place, outputs are written into tensors allocated by torch.
 """
-import os
 import warnings
 
 import torch
@@ -18,15 +17,6 @@ from .._estuary import EstuaryError, UnsupportedOpsError, load_plugin
 from .._estuary import fx as _fx
 from . import describe, patterns
 from .debug import DebugDump
-
-
-def _pipeline_spec(pipeline):
-    """A pipeline YAML path for a shipped pipeline's name ("O2"); paths and pass lists as given."""
-    if "/" in pipeline or pipeline.endswith((".yaml", ".yml")):
-        return pipeline
-    from .. import _shipped_configs
-    shipped = os.path.join(_shipped_configs(), pipeline + ".yaml")
-    return shipped if os.path.exists(shipped) else pipeline
 
 
 def _unsupported_reason(node, targets):
@@ -140,7 +130,7 @@ class GraphEngineGraph:
                           if kind in ("tensor", "computed")]
         graph = _fx.translate(self.name, nodes, tensor_outputs, self.config.extensions)
         self.debug.ir(self.name, "translated", graph)
-        records = _fx.optimize(graph, _pipeline_spec(self.config.effective_pipeline), self.debug.pass_dir(self.name))
+        records = _fx.optimize(graph, self.config.effective_pipeline, self.debug.pass_dir(self.name))
         self.debug.log(f"{self.name}: passes that changed the IR: "
                        + (", ".join(f"{p} ({c})" for p, c, _ in records if c) or "none"))
         self.debug.ir(self.name, "optimized", graph)

@@ -30,8 +30,7 @@ def _build(target, dtypes, ranks, result_dtypes, constants):
                           [describe.dtype_name(dtype)], ["a", "b"]))
             outputs.append(_fx.Ref(len(nodes) - 1))
     graph = _fx.translate("estuary_" + target.replace(".", "_"), nodes, outputs, None)
-    from .graph_engine import _pipeline_spec
-    _fx.optimize(graph, _pipeline_spec("O2"), "")
+    _fx.optimize(graph, "O2", "")
     return _fx.CompiledGraph(graph, 0)
 
 

@@ -1,11 +1,13 @@
-// Builds a graph from IR text, compiles and runs it with the GE backend, checks the result, and
-// loads the ONNX frontend plugin from wherever the installed SDK keeps it.
+// Builds a graph from IR text, compiles and runs it with the GE backend, checks the result,
+// loads the ONNX frontend plugin from wherever the installed SDK keeps it, and runs the graph
+// again through an SDK session that optimizes it with the installed O2 pipeline.
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
 #include "estuary/frontend/frontend.h"
 #include "estuary/ge/model.h"
+#include "estuary/sdk/session.h"
 #include "estuary/text/parser.h"
 
 int main() {
@@ -31,7 +33,21 @@ int main() {
       }
     }
     estuary::loadFrontend("onnx");
-    std::printf("consumer: ran a MatMul + Relu graph and loaded the onnx frontend plugin\n");
+
+    // No ESTUARY_CONFIG_DIR is set: "O2" is found beside the installed library.
+    estuary::sdk::Session session({{"pipeline", "O2"}, {"threads", "1"}});
+    session.addGraph(1, *graph);
+    std::vector<estuary::sdk::NamedTensor> outputs =
+        session.runGraph(1, {{"x", HostTensor::of(TensorDesc::of(estuary::DType::F32, {2, 3}), x.data()), nullptr},
+                             {"w", HostTensor::of(TensorDesc::of(estuary::DType::F32, {3, 2}), w.data()), nullptr}});
+    const float* from_session = static_cast<const float*>(outputs.at(0).tensor.data);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (std::fabs(from_session[i] - expected[i]) > 1e-6f) {
+        std::fprintf(stderr, "consumer: the session's y[%zu] = %g, expected %g\n", i, from_session[i], expected[i]);
+        return 1;
+      }
+    }
+    std::printf("consumer: ran a MatMul + Relu graph, loaded the onnx frontend plugin, ran it in an O2 session\n");
     return 0;
   } catch (const estuary::Error& error) {
     std::fprintf(stderr, "consumer: %s\n", error.what());

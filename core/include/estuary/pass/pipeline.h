@@ -74,6 +74,19 @@ Pipeline parsePipelineYaml(std::string_view yaml, const std::string& source_name
 Pipeline parsePassList(std::string_view list,
                        const PassRegistry& registry = PassRegistry::global());
 
+// The folder of the shipped pipelines (configs/*.yaml: O0 to O3): ESTUARY_CONFIG_DIR when
+// set; else the one setShippedPipelineDir() chose (the Python package points at its copy);
+// else share/estuary/configs of the prefix the core library is installed in; else the source
+// tree's configs/ (a build tree). Empty when none exists.
+std::string shippedPipelineDir();
+void setShippedPipelineDir(std::string dir);
+
+// A pipeline as users name one, the one rule every entry point (command line, Python, the
+// SDK's build options, torch.compile) follows: a path (anything with a '/' or ending in
+// .yaml/.yml) is a pipeline file; a name with a file in shippedPipelineDir() ("O2") is that
+// shipped pipeline; anything else is a pass list ("canonicalize,cse,dce").
+Pipeline resolvePipeline(std::string_view spec, const PassRegistry& registry = PassRegistry::global());
+
 // Loads the plugins `pipeline` lists with PluginLoader::global(), resolving relative paths
 // against its directory: for pipelines built in code. loadPipelineFile() and
 // parsePipelineYaml() load the plugins themselves, before they look up passes.

@@ -27,6 +27,7 @@
 #include "estuary/ge/device.h"
 #include "estuary/ge/kernel.h"
 #include "estuary/support/limits.h"
+#include "estuary/support/mapped_file.h"
 #include "estuary/transforms/input_shapes.h"
 #include "estuary/ir/graph.h"
 
@@ -104,6 +105,7 @@ struct IoInfo {
 
 class Plan;
 class PlanState;
+struct ByteSink;
 class RunContext;
 
 class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
@@ -115,7 +117,12 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   // Loads an offline model written by save(): weights are mapped, not copied.
   static std::shared_ptr<CompiledModel> load(const std::string& path, const BuildOptions& options = {},
                                              const Device& device = cpuDevice());
+  // The same from the bytes of an offline model in memory (copied once, aligned) and into
+  // them: for integrations that keep models in their own storage.
+  static std::shared_ptr<CompiledModel> loadFromMemory(const void* data, size_t size, const BuildOptions& options = {},
+                                                       const Device& device = cpuDevice());
   void save(const std::string& path) const;
+  std::string saveToBytes() const;
 
   ~CompiledModel();
   const std::vector<IoInfo>& inputs() const { return inputs_; }
@@ -140,6 +147,9 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
 
  private:
   CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& options, const Device& device);
+  static std::shared_ptr<CompiledModel> loadMapped(const MappedFile& file, const std::string& path,
+                                                   const BuildOptions& options, const Device& device);
+  void writeTo(ByteSink& sink) const;
   void checkInputs(const std::vector<TensorDesc>& inputs) const;
 
   std::unique_ptr<Graph> graph_;  // lowered, shape-generic
