@@ -18,20 +18,24 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
+
+def _check_cpu(arch="@ESTUARY_CPU_ARCH@"):
+    """A wheel's kernels are compiled for x86-64-v3 (pyproject.toml); on an older CPU they would
+    stop the process with an illegal instruction, so it is refused here, saying why."""
+    if arch != "x86-64-v3" or not _os.path.exists("/proc/cpuinfo"):
+        return
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), [])
+    missing = [flag for flag in ("avx2", "fma", "bmi2", "f16c", "movbe") if flag not in flags]
+    if missing:
+        raise ImportError(f"estuary: this build needs an x86-64-v3 CPU (AVX2, FMA); this one lacks {', '.join(missing)}. "
+                          "Build Estuary from source on this machine (scripts/setup.sh) to run here.")
+
+
+_check_cpu()
+
 from ._estuary import (EstuaryError, Graph, InputTypeError, InputValueError, Model, NodeContext, ResourceLimitError,
-                       UnsupportedOpsError, Value, convert, default_limits, load_plugin, _set_config_dir)
-
-
-def _shipped_configs():
-    # As for the command line, ESTUARY_CONFIG_DIR first; then the copy pip installs beside
-    # the package; in a build tree, the source tree's configs/.
-    installed = _os.path.join(_os.path.dirname(__file__), "configs")
-    if "ESTUARY_CONFIG_DIR" in _os.environ:
-        return _os.environ["ESTUARY_CONFIG_DIR"]
-    return installed if _os.path.isdir(installed) else "@ESTUARY_SOURCE_CONFIG_DIR@"
-
-
-_set_config_dir(_shipped_configs())
+                       UnsupportedOpsError, Value, convert, default_limits, load_plugin)
 
 __all__ = ["EstuaryError", "Graph", "InputTypeError", "InputValueError", "Model", "NodeContext", "ResourceLimitError",
            "UnsupportedOpsError", "Value", "convert", "default_limits", "load_plugin"]

@@ -342,7 +342,6 @@ PYBIND11_MODULE(_estuary, m) {
       })
       .def("__str__", [](const Graph& graph) { return printGraph(graph); });
 
-  m.def("_set_config_dir", [](const std::string& dir) { setShippedPipelineDir(dir); });
   m.def(
       "load_plugin",
       [](const std::string& name_or_path) {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -329,16 +328,6 @@ Pipeline loadPipelineFile(const std::string& path, const PassRegistry& registry)
 
 namespace {
 
-struct ChosenPipelineDir {
-  std::mutex mutex;
-  std::string dir;
-};
-
-ChosenPipelineDir& chosenPipelineDir() {
-  static ChosenPipelineDir chosen;
-  return chosen;
-}
-
 bool endsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -347,11 +336,6 @@ bool endsWith(std::string_view text, std::string_view suffix) {
 
 std::string shippedPipelineDir() {
   if (const char* dir = std::getenv("ESTUARY_CONFIG_DIR")) return dir;
-  {
-    ChosenPipelineDir& chosen = chosenPipelineDir();
-    std::lock_guard<std::mutex> lock(chosen.mutex);
-    if (!chosen.dir.empty()) return chosen.dir;
-  }
   // Installed: <prefix>/<libdir>/estuary/plugins beside <prefix>/share/estuary/configs, where
   // <libdir> is lib or a multiarch lib/x86_64-linux-gnu.
   std::error_code error;
@@ -366,12 +350,6 @@ std::string shippedPipelineDir() {
   }
   if (std::filesystem::is_directory(ESTUARY_SOURCE_CONFIG_DIR, error)) return ESTUARY_SOURCE_CONFIG_DIR;
   return {};
-}
-
-void setShippedPipelineDir(std::string dir) {
-  ChosenPipelineDir& chosen = chosenPipelineDir();
-  std::lock_guard<std::mutex> lock(chosen.mutex);
-  chosen.dir = std::move(dir);
 }
 
 Pipeline resolvePipeline(std::string_view spec, const PassRegistry& registry) {

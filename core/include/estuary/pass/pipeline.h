@@ -75,11 +75,10 @@ Pipeline parsePassList(std::string_view list,
                        const PassRegistry& registry = PassRegistry::global());
 
 // The folder of the shipped pipelines (configs/*.yaml: O0 to O3): ESTUARY_CONFIG_DIR when
-// set; else the one setShippedPipelineDir() chose (the Python package points at its copy);
-// else share/estuary/configs of the prefix the core library is installed in; else the source
-// tree's configs/ (a build tree). Empty when none exists.
+// set; else share/estuary/configs of the prefix the core library is installed in (by
+// `cmake --install`, or in the Python package's estuary/); else the source tree's configs/
+// (a build tree). Empty when none exists.
 std::string shippedPipelineDir();
-void setShippedPipelineDir(std::string dir);
 
 // A pipeline as users name one, the one rule every entry point (command line, Python, the
 // SDK's build options, torch.compile) follows: a path (anything with a '/' or ending in
