@@ -15,6 +15,7 @@
 #include "estuary/plugin/loader.h"
 #include "estuary/sdk/build.h"
 #include "estuary/sdk/parser.h"
+#include "estuary/sdk/session.h"
 #include "estuary/serialize/graph_file.h"
 #include "estuary/support/error.h"
 #include "estuary/support/limits.h"
@@ -43,11 +44,13 @@ py::dict ioInfo(const ge::IoInfo& info) {
 }
 
 // A compiled model that any number of Python threads may run at once: run() releases the GIL
-// and computes on a run context of its own, lent by the pool.
+// and runs it in an SDK session (each run on a run context of its own), the same way a C++ or
+// C integration does. Outputs are the session's buffers, handed to NumPy without a copy.
 class Model {
  public:
-  Model(std::shared_ptr<ge::CompiledModel> model)
-      : model_(std::move(model)), contexts_(std::make_unique<ge::RunContextPool>(model_)) {}
+  Model(std::shared_ptr<ge::CompiledModel> model) : model_(std::move(model)), session_(std::make_unique<sdk::Session>()) {
+    session_->addCompiledModel(kGraphId, model_);
+  }
 
   py::list run(const py::object& feeds) {
     const auto& inputs = model_->inputs();
@@ -70,7 +73,7 @@ class Model {
       }
       for (size_t i = 0; i < inputs.size(); ++i) arrays[i] = py::array::ensure(sequence[i]);
     }
-    std::vector<ge::HostTensor> tensors(inputs.size());
+    std::vector<sdk::NamedTensor> tensors(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       DType want = inputs[i].type.dtype;
       if (!arrays[i]) raiseAs<InputTypeError>("input '", inputs[i].name, "' is not convertible to an array");
@@ -89,32 +92,22 @@ class Model {
       // Contiguous arrays are used in place; others are copied once into C order.
       if (!c_contiguous) arrays[i] = py::array::ensure(arrays[i], py::array::c_style);
       std::vector<int64_t> dims(arrays[i].shape(), arrays[i].shape() + arrays[i].ndim());
-      tensors[i] = ge::HostTensor::of(ge::TensorDesc::of(want, dims), const_cast<void*>(arrays[i].data()));
+      tensors[i] = {inputs[i].name,
+                    ge::HostTensor::of(ge::TensorDesc::of(want, dims), const_cast<void*>(arrays[i].data())), nullptr};
     }
-    ge::RunContextPool::Lease context = contexts_->acquire();
-    std::vector<ge::TensorDesc> descs;
+    std::vector<sdk::NamedTensor> outputs;
     {
       py::gil_scoped_release release;
-      descs = context->outputDescs(tensors);
+      outputs = session_->runGraph(kGraphId, tensors);
     }
+    // Each array keeps the session's buffer alive (an output of data-dependent length, NonZero,
+    // comes back with its actual dims, its values at the buffer's start).
     py::list results;
-    std::vector<ge::HostTensor> outputs;
-    for (const ge::TensorDesc& desc : descs) {
-      py::array array(numpyDtype(desc.dtype), desc.dimVector());
-      outputs.push_back(ge::HostTensor::of(desc, array.mutable_data()));
-      results.append(array);
-    }
-    {
-      py::gil_scoped_release release;
-      context->run(tensors, outputs);
-    }
-    // An output of data-dependent length (NonZero) was allocated at its upper bound; its
-    // values sit compactly at the start, so the result is a view of that prefix.
-    const std::vector<ge::TensorDesc>& produced = context->producedOutputDescs();
-    for (size_t k = 0; k < descs.size(); ++k) {
-      if (produced[k] == descs[k]) continue;
-      py::array flat = results[k].cast<py::array>().attr("reshape")(-1);
-      results[k] = flat[py::slice(0, produced[k].numElements(), 1)].attr("reshape")(py::cast(produced[k].dimVector()));
+    for (sdk::NamedTensor& output : outputs) {
+      auto* storage = new std::shared_ptr<void>(std::move(output.storage));
+      py::capsule owner(storage, [](void* kept) { delete static_cast<std::shared_ptr<void>*>(kept); });
+      const ge::TensorDesc desc = output.tensor.desc();
+      results.append(py::array(numpyDtype(desc.dtype), desc.dimVector(), output.tensor.data, owner));
     }
     return results;
   }
@@ -132,8 +125,9 @@ class Model {
   const ge::CompiledModel& compiled() const { return *model_; }
 
  private:
+  static constexpr sdk::GraphId kGraphId = 0;
   std::shared_ptr<ge::CompiledModel> model_;
-  std::unique_ptr<ge::RunContextPool> contexts_;
+  std::unique_ptr<sdk::Session> session_;
 };
 
 void optimizeGraph(Graph& graph, const std::string& pipeline, const std::vector<std::string>& disable) {
