@@ -266,6 +266,24 @@ def test_concurrent_clients_get_direct_results_through_a_replica_failure(cluster
     assert averages and max(averages) > 1.5, averages
 
 
+def test_replicas_export_their_metrics(cluster):
+    """The replicas' metrics reach Ray's Prometheus endpoints (one per node), with Serve's tags."""
+    url, _ = cluster
+    with requests.Session() as session:
+        for index in range(0, 40, 2):
+            assert post(session, f"{url}/cnn", *request_inputs(index)[1:]).status_code == 200
+    wanted = {"estuary_request_latency_ms", "estuary_batch_rows", "estuary_requests_waiting", "estuary_requests"}
+    ports = [node["MetricsExportPort"] for node in ray.nodes() if node["Alive"]]
+    found, deadline = set(), time.monotonic() + 60  # Ray exports every few seconds
+    while found != wanted and time.monotonic() < deadline:
+        for port in ports:
+            text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+            found |= {name for name in wanted for line in text.splitlines()
+                      if line.startswith(f"ray_{name}") and 'application="cnn"' in line and 'replica="' in line}
+        time.sleep(1)
+    assert found == wanted, (ports, found)
+
+
 def bad_requests(references):
     """(description, form, body, content type, the message the answer must hold)."""
     cnn = references["cnn"]
@@ -374,6 +392,37 @@ def test_estuary_serve_command_joins_the_cluster_and_routes_only_ready_replicas(
         server.wait(timeout=60)
     assert server.returncode == 0, log.read_text()
     assert "/cli" not in requests.get(f"{url}/-/routes", timeout=10).json()
+
+
+def test_serve_module_on_its_own_cluster_is_healthy_only_when_ready(models, references, tmp_path):
+    """python -m estuary.serve without --address starts a Ray cluster of its own: /-/healthz
+    says 503 until the replica is ready and 200 from then on, when the model answers."""
+    port = free_port()
+    log = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "estuary.serve", models["encoder"], "--port", str(port), "--replica-cpus", "0.5",
+               "--max-batch", "4", "--warm-dims", "seq:8", "--object-store-memory", "80MiB"]
+    with open(log, "w") as output:
+        server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    answers = []
+    try:
+        deadline = time.monotonic() + 120
+        while not answers or answers[-1] != 200:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            try:
+                answers.append(requests.get(f"http://127.0.0.1:{port}/-/healthz", timeout=10).status_code)
+            except requests.ConnectionError:
+                pass  # the proxy is not listening yet
+            time.sleep(0.1)
+        _, inputs, _ = request_inputs(1)
+        response = post(requests, f"http://127.0.0.1:{port}/", inputs, "json", timeout=10)
+        assert response.status_code == 200, response.text
+        np.testing.assert_allclose(outputs_of(response, "json")["hidden"], references["encoder"].run(inputs)[0],
+                                   rtol=RTOL, atol=ATOL)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    assert set(answers[:-1]) == {503}, answers  # not ready while the replica started
+    assert server.returncode == 0, log.read_text()
 
 
 def test_estuary_serve_command_says_what_is_missing(tmp_path, models):

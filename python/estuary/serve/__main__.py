@@ -100,7 +100,8 @@ def main(argv=None, prog="python -m estuary.serve"):
     if args.address:
         ray.init(address=args.address)
     else:
-        ray.init(object_store_memory=args.object_store_memory, include_dashboard=False)
+        # "local": a new cluster even when RAY_ADDRESS names a running one.
+        ray.init(address="local", object_store_memory=args.object_store_memory, include_dashboard=False)
     check_room(args, ray)
     name = args.name or os.path.basename(args.model.rstrip("/"))
     options = dict(replicas=args.replicas, replica_cpus=args.replica_cpus,

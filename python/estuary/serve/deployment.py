@@ -259,6 +259,9 @@ def application(model, *, replicas=1, replica_cpus=1.0, max_replicas_per_node=No
     string naming this configuration, so that deploying it again (with only another route)
     keeps the running replicas instead of replacing them."""
     max_batch = model_options.get("max_batch", 16)
+    # Checked here rather than in each replica, whose failures Ray only retries and logs.
+    if replicas < 1 or max_batch < 1:
+        raise ValueError(f"replicas and max_batch must be at least 1, got {replicas} and {max_batch}")
     options = {
         "num_replicas": replicas,
         "ray_actor_options": {"num_cpus": replica_cpus},
