@@ -13,7 +13,8 @@ and p99 of the latency the clients see. Engines alternate per configuration, --r
 figures are medians over rounds. The ONNX Runtime deployment is what a user would write
 today: the same HTTP handling, @serve.batch merging (concatenated, unpadded: ONNX Runtime
 has no plans to prebuild), one run at a time on a session with intra-op threads equal to the
-replica's CPUs. The models are exported once by PyTorch (.venvs/torch) into --workdir.
+replica's CPUs. The models are exported once by PyTorch (.venvs/torch) into --workdir;
+--models mobilenet_v2 adds a smaller CNN.
 """
 import argparse
 import asyncio
@@ -34,7 +35,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import bench_common as common  # noqa: E402
 
-MODELS = ("resnet50", "bert_encoder")
+MODELS = ("resnet50", "bert_encoder")  # the default; mobilenet_v2 too on request
+CHOICES = MODELS + ("mobilenet_v2",)
 ENGINES = ("estuary", "onnxruntime")
 ENGINE_NAMES = {"estuary": "Estuary", "onnxruntime": "ORT"}
 
@@ -138,7 +140,7 @@ def load(url, body, clients, warmup_s, seconds):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=CHOICES)
     parser.add_argument("--replicas", nargs="+", type=int, default=[1, 2], help="each of 2/N CPUs")
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8], help="max_batch values; 1 is off")
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
