@@ -401,10 +401,13 @@ def test_estuary_serve_command_joins_the_cluster_and_routes_only_ready_replicas(
 
 def test_serve_module_on_its_own_cluster_is_healthy_only_when_ready(models, references, tmp_path):
     """python -m estuary.serve without --address starts a Ray cluster of its own: /-/healthz
-    says 503 until the replica is ready and 200 from then on, when the model answers."""
+    says 503 until the replica is ready and 200 from then on, when the model (an offline
+    model this time, mapped as it is) answers."""
     port = free_port()
     log = tmp_path / "serve.log"
-    command = [sys.executable, "-m", "estuary.serve", models["encoder"], "--port", str(port), "--replica-cpus", "0.5",
+    offline = tmp_path / "encoder.eom"
+    estuary.convert(models["encoder"], str(offline))
+    command = [sys.executable, "-m", "estuary.serve", str(offline), "--port", str(port), "--replica-cpus", "0.5",
                "--max-batch", "4", "--warm-dims", "seq:8", "--object-store-memory", "80MiB"]
     with open(log, "w") as output:
         server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)

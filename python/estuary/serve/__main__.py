@@ -7,27 +7,27 @@ Content-Type: application/octet-stream, to http://HOST:PORT/ROUTE; GET it for th
 inputs and outputs. GET /-/healthz answers 200 once every replica is ready.
 """
 import argparse
-import hashlib
 import os
 import signal
 import sys
 import time
+import uuid
 
 from .codec import parse_size
 
 
-def parse_dims(text, option):
+def parse_dims(text):
     """{"x": [1, 3, 224, 224], "y": [-1, 128]} from "x:1,3,224,224;y:-1,128" (the form of
-    `estuary convert --input-shapes`)."""
+    `estuary convert --input-shape`); ValueError naming the part that is not."""
     dims = {}
     for part in filter(None, (piece.strip() for piece in (text or "").split(";"))):
         name, colon, values = part.partition(":")
         try:
-            if not colon or not name:
+            if not colon or not name.strip():
                 raise ValueError
             dims[name.strip()] = [int(value) for value in values.split(",")]
         except ValueError:
-            raise SystemExit(f"error: {option} takes NAME:N,N,...;NAME:N,... (e.g. x:1,3,224,224), got '{part}'")
+            raise ValueError(f"takes NAME:N,N,...;NAME:N,... (e.g. x:1,3,224,224), got '{part}'") from None
     return dims
 
 
@@ -51,7 +51,7 @@ def arguments(argv, prog):
                         help="CPUs Ray reserves for each replica (default 1)")
     parser.add_argument("--threads", type=int, help="model threads per replica (default: its CPUs, rounded up)")
     parser.add_argument("--max-replicas-per-node", type=int, help="at most this many replicas on one node")
-    parser.add_argument("--input-shapes", help="for a model converted at start: x:1,3,224,224;y:-1,128 "
+    parser.add_argument("--input-shape", help="for a model converted at start: x:1,3,224,224;y:-1,128 "
                         "(-1 keeps a dim symbolic)")
     parser.add_argument("--warm-dims", help="sizes of the other symbolic dims to build plans for at start, "
                         "e.g. seq:16,128 (the batch sizes are built for each)")
@@ -69,6 +69,11 @@ def arguments(argv, prog):
             setattr(args, name, parse_size(getattr(args, name)))
         except ValueError as error:
             parser.error(f"--{name.replace('_', '-')}: {error}")
+    for name in ("input_shape", "warm_dims"):
+        try:
+            setattr(args, name, parse_dims(getattr(args, name)))
+        except ValueError as error:
+            parser.error(f"--{name.replace('_', '-')} {error}")
     if not os.path.exists(args.model):
         parser.error(f"{args.model}: no such file or directory")
     args.model = os.path.abspath(args.model)
@@ -104,13 +109,13 @@ def main(argv=None, prog="python -m estuary.serve"):
         ray.init(address="local", object_store_memory=args.object_store_memory, include_dashboard=False)
     check_room(args, ray)
     name = args.name or os.path.basename(args.model.rstrip("/"))
-    options = dict(replicas=args.replicas, replica_cpus=args.replica_cpus,
-                   max_replicas_per_node=args.max_replicas_per_node, input_shapes=parse_dims(args.input_shapes,
-                   "--input-shapes"), threads=args.threads, max_batch=args.max_batch, batch_wait_ms=args.batch_wait_ms,
-                   warm_dims=parse_dims(args.warm_dims, "--warm-dims"), max_body_bytes=args.max_body_size)
-    # The same version for both deployments below, so that the second keeps the replicas.
-    version = hashlib.sha256(repr((args.model, sorted(options.items()), time.time())).encode()).hexdigest()[:16]
-    app = estuary.serve.application(args.model, version=version, **options)
+    # One version for both deployments below, so that the second keeps the replicas the first
+    # started; a new one each time the command runs, so that a rerun replaces them.
+    app = estuary.serve.application(
+        args.model, version=uuid.uuid4().hex, replicas=args.replicas, replica_cpus=args.replica_cpus,
+        max_replicas_per_node=args.max_replicas_per_node, threads=args.threads, max_batch=args.max_batch,
+        batch_wait_ms=args.batch_wait_ms, max_body_bytes=args.max_body_size, input_shapes=args.input_shape,
+        warm_dims=args.warm_dims)
 
     def stop(signum, frame):
         raise KeyboardInterrupt

@@ -195,6 +195,8 @@ class EstuaryModel:
         finally:
             self._stats.answered(time.perf_counter() - started, status)
 
+    # The sizes here are placeholders: __init__ sets each replica's own. batch_size_fn counts
+    # rows, so a batch holds at most max_batch rows however they are split into requests.
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005, batch_size_fn=total_rows)
     async def _run_merged(self, batch):
         # The list holds each request's outputs or the exception it gets: one request's bad
