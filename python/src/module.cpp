@@ -77,7 +77,9 @@ class Model {
     for (size_t i = 0; i < inputs.size(); ++i) {
       DType want = inputs[i].type.dtype;
       if (!arrays[i]) raiseAs<InputTypeError>("input '", inputs[i].name, "' is not convertible to an array");
-      if (!arrays[i].dtype().is(numpyDtype(want))) {
+      // Equivalent, not identical: an array that went through pickle (a Ray handle call) has a
+      // dtype object of its own; a byte-swapped one is not equivalent and is refused.
+      if (!py::detail::npy_api::get().PyArray_EquivTypes_(arrays[i].dtype().ptr(), numpyDtype(want).ptr())) {
         raiseAs<InputTypeError>("input '", inputs[i].name, "': expected dtype ", dtypeName(want), ", got ",
                                 py::str(arrays[i].dtype()).cast<std::string>());
       }

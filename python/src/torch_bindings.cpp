@@ -14,6 +14,8 @@
 #include "estuary/frontend/frontend.h"
 #include "estuary/frontend/weights.h"
 #include "estuary/ge/model.h"
+#include "estuary/sdk/build.h"
+#include "estuary/sdk/session.h"
 #include "estuary/pass/manager.h"
 #include "estuary/pass/pipeline.h"
 #include "estuary/pytorch/fx_graph.h"
@@ -185,16 +187,18 @@ void dumpGraph(const Graph& graph, const std::string& path, const std::string& t
   if (!out) raise("cannot write the IR dump '", path, "'");
 }
 
-// A graph built by the GE backend, run on caller memory: inputs (mutable ones are updated in
-// place) and outputs are addresses of torch tensors whose shapes the caller states.
+// A graph built by the GE backend and run in an SDK session on caller memory: inputs (mutable
+// ones are updated in place) and outputs are addresses of torch tensors whose shapes the caller
+// states, in graph order (the session's lean form: no names to match per call).
 class CompiledGraph {
  public:
   CompiledGraph(const Graph& graph, int threads) {
-    ge::BuildOptions options;
-    options.num_threads = threads;
+    sdk::BuildConfig config;
+    config.pipeline.clear();  // optimized already, by the caller's pipeline
+    config.backend.num_threads = threads;
     py::gil_scoped_release release;
-    model_ = ge::CompiledModel::build(graph, options);
-    contexts_ = std::make_unique<ge::RunContextPool>(model_);
+    model_ = sdk::buildGraph(graph, config);
+    session_.addCompiledModel(kGraphId, model_);
   }
 
   // (dtype, shape) of each output for these inputs: their shapes, and their values where
@@ -205,7 +209,7 @@ class CompiledGraph {
     std::vector<ge::TensorDesc> descs;
     {
       py::gil_scoped_release release;
-      descs = contexts_->acquire()->outputDescs(inputs);
+      descs = session_.outputDescs(kGraphId, inputs);
     }
     std::vector<std::pair<std::string, std::vector<int64_t>>> specs;
     for (const ge::TensorDesc& desc : descs) specs.emplace_back(std::string(dtypeName(desc.dtype)), desc.dimVector());
@@ -225,7 +229,7 @@ class CompiledGraph {
                                            reinterpret_cast<void*>(output_addresses[i])));
     }
     py::gil_scoped_release release;
-    contexts_->run(inputs, outputs);
+    session_.runGraph(kGraphId, inputs, outputs);
   }
 
   // What the most recent plan runs: its op histogram (fused ops included) and the fusions
@@ -252,8 +256,9 @@ class CompiledGraph {
     return tensors;
   }
 
+  static constexpr sdk::GraphId kGraphId = 0;
   std::shared_ptr<ge::CompiledModel> model_;
-  std::unique_ptr<ge::RunContextPool> contexts_;  // PyTorch may run a compiled module from several threads
+  sdk::Session session_;  // PyTorch may run a compiled module from several threads
 
   friend class TorchOp;
 };
@@ -266,7 +271,7 @@ class CompiledGraph {
 // or 0-d tensors (a model's Python float with dynamic=True), then the op's `fixed` ones; each
 // new set of values is built once by `build(values) -> CompiledGraph`. The GIL is held
 // throughout (the ops are single kernels on activations, shorter than a GIL hand-over), which
-// also guards the op's own state; each run leases a context of the build's pool.
+// also guards the op's own state; each run takes a context of the build's session.
 class TorchOp {
  public:
   TorchOp(py::function build, std::vector<py::object> input_dtypes, std::vector<py::object> output_dtypes,
@@ -297,8 +302,7 @@ class TorchOp {
       inputs.push_back(ge::HostTensor::of(ge::TensorDesc::of(infos[i].type.dtype, dims), data));
       held.push_back(std::move(tensor));
     }
-    ge::RunContextPool::Lease context = graph.contexts_->acquire();
-    std::vector<ge::TensorDesc> descs = context->outputDescs(inputs);
+    std::vector<ge::TensorDesc> descs = graph.session_.outputDescs(CompiledGraph::kGraphId, inputs);
     py::tuple results(descs.size());
     std::vector<ge::HostTensor> outputs;
     for (size_t k = 0; k < descs.size(); ++k) {
@@ -309,7 +313,7 @@ class TorchOp {
       outputs.push_back(ge::HostTensor::of(descs[k], PyLong_AsVoidPtr(result.attr(names_.data_ptr)().ptr())));
       results[k] = std::move(result);
     }
-    context->run(inputs, outputs);
+    graph.session_.runGraph(CompiledGraph::kGraphId, inputs, outputs);
     return descs.size() == 1 ? results[0] : py::object(results);
   }
 

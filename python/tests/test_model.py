@@ -40,6 +40,16 @@ def test_list_inputs_and_non_contiguous_arrays():
     np.testing.assert_allclose(y, (x + b) ** 2 - b)
 
 
+def test_arrays_that_went_through_pickle_are_taken_and_byte_swapped_ones_refused():
+    import pickle
+    model = estuary.Model(estuary.Graph.parse(BROADCAST_CHAIN))
+    x = pickle.loads(pickle.dumps(np.ones((2, 3), np.float32)))  # a dtype object of its own, as Ray hands over
+    b = pickle.loads(pickle.dumps(np.ones(3, np.float32)))
+    np.testing.assert_allclose(model.run({"x": x, "b": b})[0], np.full((2, 3), 3.0))
+    with pytest.raises(TypeError, match="input 'x': expected dtype f32, got >f4"):
+        model.run({"x": x.astype(">f4"), "b": b})
+
+
 def test_errors_name_the_input_and_have_the_types_python_callers_expect():
     model = estuary.Model(estuary.Graph.parse(BROADCAST_CHAIN))
     b = np.ones(3, np.float32)

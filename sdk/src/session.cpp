@@ -242,6 +242,17 @@ void Session::runGraph(GraphId id, const std::vector<NamedTensor>& inputs, std::
   }
 }
 
+void Session::runGraph(GraphId id, const std::vector<ge::HostTensor>& inputs,
+                       const std::vector<ge::HostTensor>& outputs) {
+  std::shared_ptr<Entry> graph = entry(id);
+  built(*graph).contexts->run(inputs, outputs);
+}
+
+std::vector<ge::TensorDesc> Session::outputDescs(GraphId id, const std::vector<ge::HostTensor>& inputs) {
+  std::shared_ptr<Entry> graph = entry(id);
+  return built(*graph).contexts->acquire()->outputDescs(inputs);
+}
+
 void Session::runGraphAsync(GraphId id, std::vector<NamedTensor> inputs, RunCallback done) {
   if (!done) raiseAs<InputValueError>("runGraphAsync: no callback given for graph ", id);
   std::shared_ptr<Entry> graph = entry(id);

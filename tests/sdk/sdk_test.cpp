@@ -225,6 +225,22 @@ TEST_F(SdkTest, SessionRunsTwoGraphsFromFourThreadsAtOnce) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+TEST_F(SdkTest, TheLeanFormRunsTensorsInGraphOrder) {
+  Session session({{"threads", "1"}});
+  session.addModel(1, ModelInput::path(onnx_path_));
+  std::vector<float> x = inputOf(2);
+  std::vector<ge::HostTensor> inputs = {ge::HostTensor::of(ge::TensorDesc::of(DType::F32, {2, kIn}), x.data())};
+  std::vector<ge::TensorDesc> descs = session.outputDescs(1, inputs);
+  ASSERT_EQ(descs.size(), 1u);
+  EXPECT_EQ(descs[0].str(), "f32[2,3]");
+  std::vector<float> y(2 * kOut);
+  session.runGraph(1, inputs, {ge::HostTensor::of(descs[0], y.data())});
+  expectNear(y, linearReference(x, true));
+  std::vector<float> small(kOut);
+  EXPECT_THROW(session.runGraph(1, inputs, {ge::HostTensor::of(ge::TensorDesc::of(DType::F32, {1, kOut}), small.data())}),
+               Error);
+}
+
 TEST_F(SdkTest, AsyncRunsCallBackWithOutputsOrTheError) {
   Session session({{"async_workers", "2"}});
   session.addModel(1, ModelInput::path(onnx_path_));

@@ -107,7 +107,10 @@ class GraphEngineGraph:
                 self.output_kinds.append(("computed" if config.effective_dynamic else "size", value.node.expr))
             else:
                 self.output_kinds.append(("constant", value))
-        self.models = {}        # signature -> (CompiledGraph, {shape key: output specs})
+        # signature -> (CompiledGraph, shape keys it has run): a graph per signature when sizes
+        # are fixed (dynamic=False, built for those sizes, as TorchAir recompiles); the shape
+        # keys only count new plans against recompile_limit, the plans are the backend's.
+        self.models = {}
         self.builds = 0
         self.frozen = None      # data pointers of the parameters the builds hold
         self.eager = False
@@ -175,18 +178,21 @@ class GraphEngineGraph:
             self.builds += 1
             if entry is None:
                 try:
-                    entry = self.models[signature] = (self._build(args, None if dynamic else bindings), {})
+                    entry = self.models[signature] = (self._build(args, None if dynamic else bindings), set())
                 except (EstuaryError, TypeError) as error:  # TypeError: an FX argument describe cannot hand over
                     self._fall_back(error)
                     return self.gm(*args)
                 self.frozen, self.float_values = pointers, float_values
-            entry[1][shape_key] = entry[0].output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])
+            entry[1].add(shape_key)
             if self.debug.enabled:
+                entry[0].output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])  # builds the plan
                 report = entry[0].report()
                 ops = ", ".join(f"{op} x{count}" for op, count in sorted(report["ops_after"].items()))
                 self.debug.log(f"{self.name}: plan for input shapes {shapes}: {report['fused_epilogues']} node(s) "
                                f"fused into matmul/convolution epilogues; runs {ops}")
-        model, specs = entry[0], entry[1][shape_key]
+        model = entry[0]
+        # The backend's plan cache answers for shapes it has seen (a lookup, no build).
+        specs = model.output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])
         contiguous = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         outputs = [torch.empty(shape, dtype=describe.TORCH_DTYPES[dtype]) for dtype, shape in specs]
         model.run([t.data_ptr() for t in contiguous], [list(s) for s in shapes],

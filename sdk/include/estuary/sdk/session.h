@@ -80,6 +80,13 @@ class Session {
   // the graph). An output whose length depends on the data gets its actual dims written back.
   void runGraph(GraphId id, const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs);
 
+  // The lean form, as GE's RunGraph takes tensors: inputs and output buffers in graph order,
+  // no names to match (for integrations that resolved the order once: torch.compile's).
+  void runGraph(GraphId id, const std::vector<ge::HostTensor>& inputs, const std::vector<ge::HostTensor>& outputs);
+  // The output descs a run with these inputs (in graph order) produces: what its buffers need.
+  // An output whose length depends on the data has its upper bound here.
+  std::vector<ge::TensorDesc> outputDescs(GraphId id, const std::vector<ge::HostTensor>& inputs);
+
   // Queues a run and returns at once; `done` is called on a worker thread with the outputs,
   // or with the error (and no outputs). Errors in the call itself (an unknown id) are raised
   // here. The inputs' memory must stay valid until `done` is called.
