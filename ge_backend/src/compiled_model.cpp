@@ -158,14 +158,22 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
   return model;
 }
 
-size_t CompiledModel::inputIndex(std::string_view name) const {
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (inputs_[i].name == name) return i;
+namespace {
+
+size_t indexByName(const std::vector<IoInfo>& operands, std::string_view name, const char* role) {
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].name == name) return i;
   }
   std::string names;
-  for (const IoInfo& input : inputs_) names += (names.empty() ? "" : ", ") + input.name;
-  raiseAs<InputValueError>("the model has no input named '", name, "' (inputs: ", names, ")");
+  for (const IoInfo& operand : operands) names += (names.empty() ? "" : ", ") + operand.name;
+  raiseAs<InputValueError>("the model has no ", role, " named '", name, "' (", role, "s: ", names, ")");
 }
+
+}  // namespace
+
+size_t CompiledModel::inputIndex(std::string_view name) const { return indexByName(inputs_, name, "input"); }
+
+size_t CompiledModel::outputIndex(std::string_view name) const { return indexByName(outputs_, name, "output"); }
 
 void CompiledModel::checkInputs(const std::vector<TensorDesc>& inputs) const {
   if (inputs.size() != inputs_.size()) {

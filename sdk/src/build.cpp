@@ -41,10 +41,15 @@ void checkOpsRegistered(const Graph& graph, const std::string& source) {
   }
 }
 
+// The config's plugins, before anything that may need their ops, passes or frontends.
+void loadPlugins(const BuildConfig& config) {
+  for (const std::string& plugin : config.plugins) PluginLoader::global().load(plugin, ".");
+}
+
 }  // namespace
 
 std::unique_ptr<PassManager> makePassManager(const BuildConfig& config) {
-  for (const std::string& plugin : config.plugins) PluginLoader::global().load(plugin, ".");
+  loadPlugins(config);
   if (config.pipeline.empty()) return nullptr;
   auto manager = std::make_unique<PassManager>(resolvePipeline(config.pipeline));
   for (const std::string& name : config.disabled_passes) manager->setEnabled(name, false);
@@ -163,7 +168,7 @@ std::shared_ptr<ge::CompiledModel> openEstuaryFile(const std::string& path, cons
   // By name too, so that a damaged or missing .eom is reported as one rather than handed
   // to the frontends.
   if (ge::isOfflineModelFile(path) || endsWith(path, ge::kOfflineModelExtension)) {
-    for (const std::string& plugin : config.plugins) PluginLoader::global().load(plugin, ".");
+    loadPlugins(config);
     return ge::CompiledModel::load(path, config.backend);
   }
   if (!isIrFile(path)) return nullptr;
@@ -199,7 +204,7 @@ std::shared_ptr<ge::CompiledModel> openModel(const std::string& path, const Buil
 }
 
 std::shared_ptr<ge::CompiledModel> openModelFromMemory(const void* data, size_t size, const BuildConfig& config) {
-  for (const std::string& plugin : config.plugins) PluginLoader::global().load(plugin, ".");
+  loadPlugins(config);
   return ge::CompiledModel::loadFromMemory(data, size, config.backend);
 }
 

@@ -15,9 +15,11 @@
 
 using namespace estuary;
 
+// A compiled model, run in a session of its own (graph 0), as estuary.Model is.
 struct estuary_model {
+  static constexpr sdk::GraphId kGraphId = 0;
   std::shared_ptr<const ge::CompiledModel> model;
-  std::unique_ptr<ge::RunContextPool> contexts;
+  sdk::Session session;
   // The strings estuary_io_info points to: the dims' symbol names, per input then output.
   std::vector<std::vector<std::string>> dim_names;
 };
@@ -149,7 +151,7 @@ estuary_model* modelHandle(std::shared_ptr<const ge::CompiledModel> compiled) {
   };
   names(compiled->inputs(), handle->dim_names);
   names(compiled->outputs(), handle->dim_names);
-  handle->contexts = std::make_unique<ge::RunContextPool>(compiled);
+  handle->session.addCompiledModel(estuary_model::kGraphId, compiled);
   handle->model = std::move(compiled);
   return handle.release();
 }
@@ -176,23 +178,6 @@ estuary_status ioInfo(const estuary_model* model, size_t index, estuary_io_info*
       info->dim_names[d] = symbols[static_cast<size_t>(d)].c_str();
     }
   });
-}
-
-// The inputs in graph order, for the model-level calls.
-std::vector<ge::HostTensor> orderedInputs(const ge::CompiledModel& model, const estuary_tensor* inputs, size_t count) {
-  std::vector<sdk::NamedTensor> named = namedTensors(inputs, count, "input");
-  std::vector<ge::HostTensor> ordered(model.inputs().size());
-  std::vector<bool> given(ordered.size(), false);
-  for (const sdk::NamedTensor& tensor : named) {
-    size_t index = model.inputIndex(tensor.name);
-    if (given[index]) raiseAs<InputValueError>("input '", tensor.name, "' is given twice");
-    given[index] = true;
-    ordered[index] = tensor.tensor;
-  }
-  for (size_t i = 0; i < ordered.size(); ++i) {
-    if (!given[i]) raiseAs<InputValueError>("input '", model.inputs()[i].name, "' was not given");
-  }
-  return ordered;
 }
 
 }  // namespace
@@ -282,9 +267,8 @@ estuary_status estuary_model_output_shapes(estuary_model* model, const estuary_t
       raiseAs<InputValueError>("the model has ", compiled.outputs().size(), " outputs, ", output_count, " were given");
     }
     if (output_count > 0) required(outputs, "outputs");
-    std::vector<ge::HostTensor> ordered = orderedInputs(compiled, inputs, input_count);
-    ge::RunContextPool::Lease context = model->contexts->acquire();
-    std::vector<ge::TensorDesc> descs = context->outputDescs(ordered);
+    std::vector<ge::TensorDesc> descs =
+        model->session.outputDescs(estuary_model::kGraphId, namedTensors(inputs, input_count, "input"));
     for (size_t k = 0; k < output_count; ++k) {
       if (!outputs[k].dims) raiseAs<InputValueError>("output #", k, ": dims is NULL");
       outputs[k].name = compiled.outputs()[k].name.c_str();
@@ -298,26 +282,9 @@ estuary_status estuary_model_output_shapes(estuary_model* model, const estuary_t
 estuary_status estuary_model_run(estuary_model* model, const estuary_tensor* inputs, size_t input_count,
                                  estuary_tensor* outputs, size_t output_count) {
   return guarded([&] {
-    const ge::CompiledModel& compiled = *required(model, "model")->model;
-    std::vector<ge::HostTensor> ordered = orderedInputs(compiled, inputs, input_count);
-    std::vector<sdk::NamedTensor> named = namedTensors(outputs, output_count, "output");
-    if (named.size() != compiled.outputs().size()) {
-      raiseAs<InputValueError>("the model has ", compiled.outputs().size(), " outputs, ", named.size(),
-                               " buffers were given");
-    }
-    std::vector<ge::HostTensor> buffers(named.size());
-    std::vector<bool> given(named.size(), false);
-    for (const sdk::NamedTensor& tensor : named) {
-      size_t index = named.size();
-      for (size_t i = 0; i < compiled.outputs().size(); ++i) {
-        if (compiled.outputs()[i].name == tensor.name) index = i;
-      }
-      if (index == named.size()) raiseAs<InputValueError>("the model has no output '", tensor.name, "'");
-      if (given[index]) raiseAs<InputValueError>("output '", tensor.name, "' is given twice");
-      given[index] = true;
-      buffers[index] = tensor.tensor;
-    }
-    model->contexts->run(ordered, buffers);
+    std::vector<sdk::NamedTensor> named_outputs = namedTensors(outputs, output_count, "output");
+    required(model, "model")
+        ->session.runGraph(estuary_model::kGraphId, namedTensors(inputs, input_count, "input"), named_outputs);
   });
 }
 

@@ -19,10 +19,10 @@ struct Session::Entry {
 
   std::mutex build_mutex;
   std::atomic<bool> ready{false};
-  std::shared_ptr<ge::CompiledModel> model;
+  std::shared_ptr<const ge::CompiledModel> model;
   std::unique_ptr<ge::RunContextPool> contexts;
 
-  void adopt(std::shared_ptr<ge::CompiledModel> built) {
+  void adopt(std::shared_ptr<const ge::CompiledModel> built) {
     model = std::move(built);
     contexts = std::make_unique<ge::RunContextPool>(model);
     graph.reset();
@@ -79,32 +79,32 @@ namespace {
 
 constexpr const char* kAsyncWorkersKey = "async_workers";
 
-// The inputs in graph input order; an Error naming an unknown, repeated or missing input.
-std::vector<ge::HostTensor> orderedInputs(const ge::CompiledModel& model, const std::vector<NamedTensor>& inputs) {
-  const std::vector<ge::IoInfo>& expected = model.inputs();
-  std::vector<ge::HostTensor> ordered(expected.size());
-  std::vector<bool> given(expected.size(), false);
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    // Inputs given in graph order need no search.
-    size_t index = k < expected.size() && inputs[k].name == expected[k].name ? k : model.inputIndex(inputs[k].name);
-    if (given[index]) raiseAs<InputValueError>("input '", inputs[k].name, "' is given twice");
-    given[index] = true;
-    ordered[index] = inputs[k].tensor;
+// Where each operand of the graph (in graph order) is among `given`, matched by name:
+// given[slot[i]] is operand i. `indexOf` finds an operand by name, raising for an unknown one;
+// a repeated or missing one is an Error naming it ("input", "output").
+template <typename IndexOf>
+std::vector<size_t> slotsByName(const std::vector<ge::IoInfo>& expected, const std::vector<NamedTensor>& given,
+                                const char* role, IndexOf&& indexOf) {
+  const size_t unset = given.size();
+  std::vector<size_t> slot(expected.size(), unset);
+  for (size_t k = 0; k < given.size(); ++k) {
+    // Operands given in graph order need no search.
+    size_t index = k < expected.size() && given[k].name == expected[k].name ? k : indexOf(given[k].name);
+    if (slot[index] != unset) raiseAs<InputValueError>(role, " '", given[k].name, "' is given twice");
+    slot[index] = k;
   }
   for (size_t i = 0; i < expected.size(); ++i) {
-    if (!given[i]) raiseAs<InputValueError>("input '", expected[i].name, "' was not given");
+    if (slot[i] == unset) raiseAs<InputValueError>(role, " '", expected[i].name, "' was not given");
   }
-  return ordered;
+  return slot;
 }
 
-size_t outputIndex(const ge::CompiledModel& model, const std::string& name) {
-  const std::vector<ge::IoInfo>& outputs = model.outputs();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].name == name) return i;
-  }
-  std::string known;
-  for (const ge::IoInfo& output : outputs) known += (known.empty() ? "'" : ", '") + output.name + "'";
-  raiseAs<InputValueError>("the model has no output '", name, "' (its outputs: ", known, ")");
+std::vector<ge::HostTensor> orderedInputs(const ge::CompiledModel& model, const std::vector<NamedTensor>& inputs) {
+  std::vector<size_t> slot =
+      slotsByName(model.inputs(), inputs, "input", [&](const std::string& name) { return model.inputIndex(name); });
+  std::vector<ge::HostTensor> ordered(slot.size());
+  for (size_t i = 0; i < slot.size(); ++i) ordered[i] = inputs[slot[i]].tensor;
+  return ordered;
 }
 
 std::vector<NamedTensor> runOwned(const ge::CompiledModel& model, ge::RunContextPool& contexts,
@@ -166,7 +166,7 @@ void Session::addModel(GraphId id, const ModelInput& model, const std::map<std::
   add(id, std::move(entry));
 }
 
-void Session::addCompiledModel(GraphId id, std::shared_ptr<ge::CompiledModel> model) {
+void Session::addCompiledModel(GraphId id, std::shared_ptr<const ge::CompiledModel> model) {
   if (!model) raiseAs<InputValueError>("addCompiledModel: no model given for graph ", id);
   auto entry = std::make_shared<Entry>();
   entry->adopt(std::move(model));
@@ -224,16 +224,10 @@ void Session::runGraph(GraphId id, const std::vector<NamedTensor>& inputs, std::
   if (outputs.size() != count) {
     raiseAs<InputValueError>("the model has ", count, " outputs, ", outputs.size(), " buffers were given");
   }
+  std::vector<size_t> slot =
+      slotsByName(model.outputs(), outputs, "output", [&](const std::string& name) { return model.outputIndex(name); });
   std::vector<ge::HostTensor> buffers(count);
-  std::vector<size_t> slot(count);  // outputs[slot[i]] holds output i
-  std::vector<bool> given(count, false);
-  for (size_t k = 0; k < count; ++k) {
-    size_t index = outputs[k].name == model.outputs()[k].name ? k : outputIndex(model, outputs[k].name);
-    if (given[index]) raiseAs<InputValueError>("output '", outputs[k].name, "' is given twice");
-    given[index] = true;
-    buffers[index] = outputs[k].tensor;
-    slot[index] = k;
-  }
+  for (size_t i = 0; i < count; ++i) buffers[i] = outputs[slot[i]].tensor;
   ge::RunContextPool::Lease context = ready.contexts->acquire();
   context->run(ordered, buffers);
   const std::vector<ge::TensorDesc>& produced = context->producedOutputDescs();
@@ -251,6 +245,12 @@ void Session::runGraph(GraphId id, const std::vector<ge::HostTensor>& inputs,
 std::vector<ge::TensorDesc> Session::outputDescs(GraphId id, const std::vector<ge::HostTensor>& inputs) {
   std::shared_ptr<Entry> graph = entry(id);
   return built(*graph).contexts->acquire()->outputDescs(inputs);
+}
+
+std::vector<ge::TensorDesc> Session::outputDescs(GraphId id, const std::vector<NamedTensor>& inputs) {
+  std::shared_ptr<Entry> graph = entry(id);
+  Entry& ready = built(*graph);
+  return ready.contexts->acquire()->outputDescs(orderedInputs(*ready.model, inputs));
 }
 
 void Session::runGraphAsync(GraphId id, std::vector<NamedTensor> inputs, RunCallback done) {

@@ -310,7 +310,7 @@ TEST_F(SdkTest, SessionErrorsNameTheGraphInputOrOutput) {
   EXPECT_NE(message([&] { session.runGraph(1, {tensorOf("x", big, {5, kIn})}); }).find("accepts 1~4"), std::string::npos);
   std::vector<float> y(2 * kOut);
   std::vector<NamedTensor> wrong_output = {tensorOf("z", y, {2, kOut})};
-  EXPECT_NE(message([&] { session.runGraph(1, {tensorOf("x", x, {2, kIn})}, wrong_output); }).find("no output 'z'"),
+  EXPECT_NE(message([&] { session.runGraph(1, {tensorOf("x", x, {2, kIn})}, wrong_output); }).find("no output named 'z'"),
             std::string::npos);
   // The session still runs after every refusal.
   expectNear(valuesOf(session.runGraph(1, {tensorOf("x", x, {2, kIn})})[0]), linearReference(x, true));

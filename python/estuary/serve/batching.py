@@ -19,15 +19,6 @@ NUMPY_DTYPES = {
 }
 
 
-def canonical(feeds):
-    """The arrays with NumPy's own dtype objects. An array that came through pickle (a
-    DeploymentHandle call) has an equal but distinct dtype object, which estuary's Model.run
-    (it compares dtype objects by identity) refuses as "expected dtype f32, got float32"."""
-    known = {dtype: dtype for dtype in NUMPY_DTYPES.values()}
-    return {name: array.view(known[array.dtype]) if isinstance(array, np.ndarray) and array.dtype in known else array
-            for name, array in feeds.items()}
-
-
 def bucket_sizes(max_batch):
     """The sizes merged runs are padded up to: powers of two below `max_batch`, and
     `max_batch` itself (16 -> 1, 2, 4, 8, 16; 12 -> 1, 2, 4, 8, 12)."""

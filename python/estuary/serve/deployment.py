@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 import estuary
 
 from . import codec
-from .batching import Batcher, canonical
+from .batching import Batcher
 from .observability import ReplicaStats, logger
 
 # The first bytes of an offline model (ge_backend/include/estuary/ge/offline_model.h).
@@ -133,7 +133,7 @@ class EstuaryModel:
     async def infer(self, inputs):
         """{name: array} in, {name: array} out: for applications that call this deployment
         through a DeploymentHandle. Bad inputs raise estuary.InputTypeError or InputValueError."""
-        return await self._serve(canonical(inputs))
+        return await self._serve(inputs)
 
     async def __call__(self, request: Request):
         if request.method == "GET":

@@ -164,7 +164,8 @@ class GraphEngineGraph:
         entry = self.models.get(signature)
         # Output shapes may depend on the sizes given at run time, not only on the shapes.
         shape_key = (tuple(shapes), tuple(int(args[i]) for i in self.runtime if i in self.scalar_inputs))
-        if entry is None or shape_key not in entry[1]:
+        new_plan = entry is None or shape_key not in entry[1]
+        if new_plan:
             if self.builds >= self.config.effective_recompile_limit:
                 if self.config.effective_fallback == "error":
                     raise EstuaryError(f"graph '{self.name}' was built {self.builds} times for new input shapes "
@@ -184,15 +185,14 @@ class GraphEngineGraph:
                     return self.gm(*args)
                 self.frozen, self.float_values = pointers, float_values
             entry[1].add(shape_key)
-            if self.debug.enabled:
-                entry[0].output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])  # builds the plan
-                report = entry[0].report()
-                ops = ", ".join(f"{op} x{count}" for op, count in sorted(report["ops_after"].items()))
-                self.debug.log(f"{self.name}: plan for input shapes {shapes}: {report['fused_epilogues']} node(s) "
-                               f"fused into matmul/convolution epilogues; runs {ops}")
         model = entry[0]
-        # The backend's plan cache answers for shapes it has seen (a lookup, no build).
+        # A new shape builds its plan here; the backend's plan cache answers for the others.
         specs = model.output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])
+        if new_plan and self.debug.enabled:
+            report = model.report()
+            ops = ", ".join(f"{op} x{count}" for op, count in sorted(report["ops_after"].items()))
+            self.debug.log(f"{self.name}: plan for input shapes {shapes}: {report['fused_epilogues']} node(s) "
+                           f"fused into matmul/convolution epilogues; runs {ops}")
         contiguous = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         outputs = [torch.empty(shape, dtype=describe.TORCH_DTYPES[dtype]) for dtype, shape in specs]
         model.run([t.data_ptr() for t in contiguous], [list(s) for s in shapes],

@@ -127,7 +127,8 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   ~CompiledModel();
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
-  size_t inputIndex(std::string_view name) const;  // raises naming the unknown input
+  size_t inputIndex(std::string_view name) const;   // raises naming the unknown input
+  size_t outputIndex(std::string_view name) const;  // raises naming the unknown output
   const BuildReport& report() const { return report_; }
   const Graph& graph() const { return *graph_; }
   const Device& device() const { return device_; }

@@ -61,7 +61,7 @@ class Session {
   // a frontend reads) is opened when the graph is built.
   void addGraph(GraphId id, const Graph& graph, const std::map<std::string, std::string>& options = {});
   void addModel(GraphId id, const ModelInput& model, const std::map<std::string, std::string>& options = {});
-  void addCompiledModel(GraphId id, std::shared_ptr<ge::CompiledModel> model);
+  void addCompiledModel(GraphId id, std::shared_ptr<const ge::CompiledModel> model);
   // Runs in flight finish on the graph they started with.
   void removeGraph(GraphId id);
   bool hasGraph(GraphId id) const;
@@ -86,6 +86,8 @@ class Session {
   // The output descs a run with these inputs (in graph order) produces: what its buffers need.
   // An output whose length depends on the data has its upper bound here.
   std::vector<ge::TensorDesc> outputDescs(GraphId id, const std::vector<ge::HostTensor>& inputs);
+  // The same with inputs by name.
+  std::vector<ge::TensorDesc> outputDescs(GraphId id, const std::vector<NamedTensor>& inputs);
 
   // Queues a run and returns at once; `done` is called on a worker thread with the outputs,
   // or with the error (and no outputs). Errors in the call itself (an unknown id) are raised
