@@ -9,13 +9,9 @@
 #include "estuary/pass/manager.h"
 #include "estuary/transforms/canonicalize.h"
 #include "estuary/transforms/cse.h"
-#include "estuary/transforms/dce.h"
 #include "control_flow.h"
 #include "data_dependent.h"
 #include "estuary/transforms/shape_inference.h"
-#include "batch_norm_folding.h"
-#include "cpu/epilogue_fusion.h"
-#include "cpu/layout_assignment.h"
 #include "plan.h"
 
 namespace estuary::ge {
@@ -96,7 +92,7 @@ KernelBuildContext contextFor(const Node& node, const Device& device, int thread
                             std::move(constants), device, threads);
 }
 
-std::vector<Layout> layoutsOf(const std::vector<Value*>& values, const cpu::LayoutMap& layouts) {
+std::vector<Layout> layoutsOf(const std::vector<Value*>& values, const LayoutMap& layouts) {
   std::vector<Layout> result;
   for (const Value* value : values) {
     auto found = layouts.find(value);
@@ -196,100 +192,58 @@ class LoweringPass final : public Pass {
   std::function<int64_t(Graph&)> step_;
 };
 
-// The device lowering: the steps that turn the graph specialized to one shape signature into
-// the graph the kernels run. They run as passes through a PassManager, so that they get its
-// instrumentation like any pipeline: ESTUARY_DEBUG=1 dumps the IR before and after each one
-// (into ESTUARY_DUMP_DIR, as NNN_before_cpu_<step>.est; each plan's dumps replace the last
-// plan's) and verifies it; their times go into the report. Returns the layout of every value
-// the kernels see.
-cpu::LayoutAssignment lowerForDevice(Graph& graph, const Device& device, const BuildOptions& options,
-                                     BuildReport& report) {
-  const int num_threads = options.num_threads;
-  // Whether a rewritten node has a kernel; if not, the rewrite is dropped (the nodes stay
-  // separate).
-  auto kernelExists = [&](const Node& node) {
-    try {
-      KernelBuildContext context = contextFor(node, device, num_threads);
-      context.setProbing(true);
-      return device.kernels().create(context) != nullptr;
-    } catch (const Error&) {
-      return false;
-    }
-  };
-  cpu::LayoutAssignment layouts;
-  auto assignLayouts = [&](Graph& graph) -> int64_t {
-    // Winograd (2.25x fewer multiplications for 3x3 stride-1 convolutions) runs on nChw16c
-    // only, and oneDNN's 1x1 and strided kernels are as fast in nChw16c as in nhwc (ResNet-50:
-    // 1x1 convolutions 31 ms either way on one thread), so a graph with convolutions Winograd
-    // takes keeps all its chains blocked: ResNet-50 b1 on one thread 57 -> 54 ms
-    // (bench/cnn_bench, alternating rounds).
-    std::optional<Layout> chain_layout = options.activation_layout;
-    for (const Node* node : graph.nodeList()) {
-      if (chain_layout || !cpu::isConv(*node)) continue;
-      chain_layout = cpu::winogradLayout(contextFor(*node, device, num_threads));
-    }
-    layouts = cpu::assignLayouts(
-        graph, chain_layout,
-        [&](const Node& conv) { return cpu::preferredConvLayout(contextFor(conv, device, num_threads)); },
-        [&](const Node& node, const std::vector<Layout>& input_layouts, const std::vector<Layout>& output_layouts) {
-          try {
-            KernelBuildContext context = contextFor(node, device, num_threads, input_layouts, output_layouts);
-            context.setProbing(true);
-            return device.kernels().create(context) != nullptr;
-          } catch (const Error&) {
-            return false;  // no kernel takes these layouts: the node stays Plain
-          }
-        });
-    report.layout_reorders = layouts.reorders;
-    return static_cast<int64_t>(layouts.reorders);
-  };
-  const std::vector<std::pair<const char*, std::function<int64_t(Graph&)>>> steps = {
-      {"cpu_fold_batch_norms",
-       [&](Graph& g) {
-         report.folded_batch_norms = foldBatchNormsIntoConvs(g) + foldChannelAffinesIntoConvs(g);
-         return static_cast<int64_t>(report.folded_batch_norms);
-       }},
-      {"cpu_cse", [](Graph& g) { return static_cast<int64_t>(eliminateCommonSubexpressions(g, OpRegistry::global())); }},
-      {"cpu_dce", [](Graph& g) { return static_cast<int64_t>(eliminateDeadCode(g)); }},
-      {"cpu_fuse_epilogues",
-       [&](Graph& g) {
-         report.fused_epilogues = options.fuse_epilogues ? cpu::fuseEpilogues(g, kernelExists) : 0;
-         return static_cast<int64_t>(report.fused_epilogues);
-       }},
-      {"cpu_fold_transposes",
-       [&](Graph& g) {
-         report.folded_transposes = cpu::foldTransposesIntoMatMuls(g, kernelExists);
-         return static_cast<int64_t>(report.folded_transposes);
-       }},
-      {"cpu_dce_after_fusion", [](Graph& g) { return static_cast<int64_t>(eliminateDeadCode(g)); }},
-      {"cpu_assign_layouts", assignLayouts},
-      {"cpu_make_captures_explicit",
-       [](Graph& g) {
-         makeCapturesExplicit(g);
-         return int64_t{0};
-       }},
-  };
+// The device lowering: the device's steps that turn the graph specialized to one shape
+// signature into the graph its kernels run, then the backend's own (subgraph captures made
+// explicit for the control-flow kernels). They run as passes through a PassManager, so that
+// they get its instrumentation like any pipeline: ESTUARY_DEBUG=1 dumps the IR before and
+// after each one (into ESTUARY_DUMP_DIR, as NNN_before_<device>_<step>.est; each plan's dumps
+// replace the last plan's) and verifies it; their times go into the report. Returns the
+// layout of every value the kernels see.
+LayoutMap lowerForDevice(Graph& graph, const Device& device, const BuildOptions& options, BuildReport& report) {
+  LoweringContext context(device, options, report);
+  std::vector<LoweringStep> steps = device.lowering(context);
+  steps.push_back({"make_captures_explicit", "outer values a subgraph reads become inputs of its If/Loop",
+                   [](Graph& g) {
+                     makeCapturesExplicit(g);
+                     return int64_t{0};
+                   }});
   PassRegistry passes;
   Pipeline pipeline;
-  pipeline.name = "cpu lowering";
+  pipeline.name = device.name() + " lowering";
   pipeline.settings.environment_switches = false;
-  for (const auto& [name, step] : steps) {
+  for (LoweringStep& step : steps) {
     PassInfo info;
-    info.name = name;
-    info.description = "a step of the CPU device's lowering (plan_builder.cpp)";
-    info.factory = [step = step](const PassOptions&) { return std::make_unique<LoweringPass>(step); };
+    info.name = device.name() + "_" + step.name;
+    info.description = step.description;
+    info.factory = [run = std::move(step.run)](const PassOptions&) { return std::make_unique<LoweringPass>(run); };
+    pipeline.steps.push_back(PipelineStep::pass(info.name));
     passes.add(std::move(info));
-    pipeline.steps.push_back(PipelineStep::pass(name));
   }
   PassManager manager(std::move(pipeline), passes);
   manager.setLog(nullptr);
   manager.run(graph);
   report.lowering.clear();
   for (const PassRecord& record : manager.records()) report.lowering.push_back({record.name, record.seconds});
-  return layouts;
+  return std::move(context.layouts);
 }
 
 }  // namespace
+
+KernelBuildContext LoweringContext::kernelContext(const Node& node, const std::vector<Layout>& input_layouts,
+                                                  const std::vector<Layout>& output_layouts) const {
+  return contextFor(node, device_, options_.num_threads, input_layouts, output_layouts);
+}
+
+bool LoweringContext::kernelExists(const Node& node, const std::vector<Layout>& input_layouts,
+                                   const std::vector<Layout>& output_layouts) const {
+  try {
+    KernelBuildContext context = kernelContext(node, input_layouts, output_layouts);
+    context.setProbing(true);
+    return device_.kernels().create(context) != nullptr;
+  } catch (const Error&) {
+    return false;
+  }
+}
 
 std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDesc>& inputs, const Device& device,
                                 const BuildOptions& options, BuildReport& report,
@@ -337,7 +291,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   boundDataDependentOutputs(graph);
   checkTensorLimit(graph, options.limits);
   report.folded_constants += foldConstants(graph, device);
-  cpu::LayoutAssignment layouts = lowerForDevice(graph, device, options, report);
+  const LayoutMap layouts = lowerForDevice(graph, device, options, report);
 
   // Steps are the nodes in list order (topological); a value's last use is the last step
   // reading it, and graph outputs and updates live to the end.
@@ -403,8 +357,8 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
   for (size_t step = 0; step < nodes.size(); ++step) {
     Node* node = nodes[step];
     ++report.ops_after[node->qualifiedOpType()];
-    KernelBuildContext context = contextFor(*node, device, num_threads, layoutsOf(node->inputs(), layouts.layouts),
-                                            layoutsOf(node->outputs(), layouts.layouts));
+    KernelBuildContext context = contextFor(*node, device, num_threads, layoutsOf(node->inputs(), layouts),
+                                            layoutsOf(node->outputs(), layouts));
     PendingStep entry;
     entry.kernel = device.kernels().create(context);
     entry.label = node->describe() + " -> " + entry.kernel->name();

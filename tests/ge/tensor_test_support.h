@@ -214,12 +214,13 @@ struct RunResult {
   std::vector<std::string> kernels;  // the build report's kernel lines
 };
 
-// Builds `graph_text` and runs it once on `inputs` (graph input order).
-inline RunResult runGraph(const std::string& graph_text, const std::vector<TestTensor>& inputs, int threads = 2) {
+// Builds `graph_text` for `device` and runs it once on `inputs` (graph input order).
+inline RunResult runGraph(const std::string& graph_text, const std::vector<TestTensor>& inputs, int threads = 2,
+                          const Device& device = cpuDevice()) {
   auto graph = parseGraph(graph_text);
   BuildOptions options;
   options.num_threads = threads;
-  auto model = CompiledModel::build(*graph, options);
+  auto model = CompiledModel::build(*graph, options, device);
   auto context = model->createContext();
   std::vector<std::vector<std::byte>> storage;
   std::vector<HostTensor> hosts;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "estuary/ge/device.h"
 #include "estuary/ge/kernel.h"
 #include "estuary/ir/graph.h"
 #include "estuary/ops/schema.h"
@@ -19,9 +20,6 @@ namespace estuary::ge::cpu {
 
 // Conv or estuary::FusedConv.
 bool isConv(const Node& node);
-
-// The layout of every value that is not Plain.
-using LayoutMap = std::unordered_map<const Value*, Layout>;
 
 struct LayoutAssignment {
   LayoutMap layouts;

@@ -1,4 +1,4 @@
-#include "batch_norm_folding.h"
+#include "cpu/batch_norm_folding.h"
 
 #include <cmath>
 #include <optional>

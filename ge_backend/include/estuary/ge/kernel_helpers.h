@@ -1,0 +1,153 @@
+#pragma once
+// What kernels share, Estuary's own and plugins' alike: the C++ storage type of each DType and
+// the type arithmetic happens in (the 16-bit floats compute in f32), dispatch from a runtime
+// DType to a kernel template instantiated for it, and one parallel-for with one threading
+// policy.
+//
+//   dispatchAll(context.input(0).dtype, [&](auto zero) {
+//     using S = decltype(zero);
+//     ... a kernel for elements of type S ...
+//   });
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <type_traits>
+
+#include "estuary/ir/dtype.h"
+#include "estuary/ir/float16.h"
+#include "estuary/support/error.h"
+
+namespace estuary::ge {
+
+// Storage type S computes in Compute<S>: f32 for the 16-bit floats, itself otherwise.
+template <typename S>
+struct ElementTraits {
+  using Compute = S;
+  static Compute load(S value) { return value; }
+  static S store(Compute value) { return value; }
+};
+template <>
+struct ElementTraits<Float16> {
+  using Compute = float;
+  static float load(Float16 value) { return static_cast<float>(value); }
+  static Float16 store(float value) { return static_cast<Float16>(value); }
+};
+template <>
+struct ElementTraits<BFloat16> {
+  using Compute = float;
+  static float load(BFloat16 value) { return toFloat(value); }
+  static BFloat16 store(float value) { return toBFloat16(value); }
+};
+
+template <typename S>
+using ComputeOf = typename ElementTraits<S>::Compute;
+
+template <typename S>
+inline ComputeOf<S> loadAs(S value) {
+  return ElementTraits<S>::load(value);
+}
+template <typename S>
+inline S storeAs(ComputeOf<S> value) {
+  return ElementTraits<S>::store(value);
+}
+
+// A value computed in floating point written to storage type S: integers round to nearest
+// and saturate to S's range, so interpolation on integer tensors behaves like image code.
+template <typename S, typename F>
+inline S storeRounded(F value) {
+  if constexpr (std::is_integral_v<S>) {
+    F rounded = std::nearbyint(value);
+    constexpr F low = static_cast<F>(std::numeric_limits<S>::lowest());
+    constexpr F high = static_cast<F>(std::numeric_limits<S>::max());
+    if (!(rounded >= low)) return std::numeric_limits<S>::lowest();  // also NaN
+    if (rounded >= high) return std::numeric_limits<S>::max();
+    return static_cast<S>(rounded);
+  } else {
+    return storeAs<S>(static_cast<ComputeOf<S>>(value));
+  }
+}
+
+// Calls fn(S{}) with the storage type of `dtype`. Bool is stored as uint8_t (0 or 1).
+template <typename Fn>
+decltype(auto) dispatchAll(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::F32: return fn(float{});
+    case DType::F16: return fn(Float16{});
+    case DType::BF16: return fn(BFloat16{});
+    case DType::F64: return fn(double{});
+    case DType::I8: return fn(int8_t{});
+    case DType::I16: return fn(int16_t{});
+    case DType::I32: return fn(int32_t{});
+    case DType::I64: return fn(int64_t{});
+    case DType::U8: return fn(uint8_t{});
+    case DType::Bool: return fn(uint8_t{});
+    default: break;
+  }
+  raise("no element type for dtype ", dtypeName(dtype));
+}
+
+// Calls fn(U{}) with an unsigned integer of `bytes` bytes: kernels that only move elements
+// are specialised by element size, not by type.
+template <typename Fn>
+decltype(auto) dispatchBySize(size_t bytes, Fn&& fn) {
+  switch (bytes) {
+    case 1: return fn(uint8_t{});
+    case 2: return fn(uint16_t{});
+    case 4: return fn(uint32_t{});
+    case 8: return fn(uint64_t{});
+    default: break;
+  }
+  raise("no element mover for ", bytes, "-byte elements");
+}
+
+// Calls fn(I{}) with the C++ type of an index tensor (i32 or i64).
+template <typename Fn>
+decltype(auto) dispatchIndex(DType dtype, Fn&& fn) {
+  if (dtype == DType::I32) return fn(int32_t{});
+  if (dtype == DType::I64) return fn(int64_t{});
+  raise("index tensors are i32 or i64, not ", dtypeName(dtype));
+}
+
+// The i-th element of an integer or floating-point tensor as int64 (shape operands, K,
+// axis, depth, ...).
+inline int64_t elementAsInt(DType dtype, const void* data, int64_t i) {
+  switch (dtype) {
+    case DType::I64: return static_cast<const int64_t*>(data)[i];
+    case DType::I32: return static_cast<const int32_t*>(data)[i];
+    case DType::I16: return static_cast<const int16_t*>(data)[i];
+    case DType::I8: return static_cast<const int8_t*>(data)[i];
+    case DType::U8:
+    case DType::Bool: return static_cast<const uint8_t*>(data)[i];
+    case DType::F32: return static_cast<int64_t>(static_cast<const float*>(data)[i]);
+    case DType::F64: return static_cast<int64_t>(static_cast<const double*>(data)[i]);
+    case DType::F16: return static_cast<int64_t>(static_cast<float>(static_cast<const Float16*>(data)[i]));
+    case DType::BF16: return static_cast<int64_t>(toFloat(static_cast<const BFloat16*>(data)[i]));
+    default: break;
+  }
+  raise("no integer value for dtype ", dtypeName(dtype));
+}
+
+// The i-th element of a numeric tensor as double.
+inline double elementAsDouble(DType dtype, const void* data, int64_t i) {
+  switch (dtype) {
+    case DType::F32: return static_cast<const float*>(data)[i];
+    case DType::F64: return static_cast<const double*>(data)[i];
+    case DType::F16: return static_cast<float>(static_cast<const Float16*>(data)[i]);
+    case DType::BF16: return toFloat(static_cast<const BFloat16*>(data)[i]);
+    default: return static_cast<double>(elementAsInt(dtype, data, i));
+  }
+}
+
+// Runs body(begin, end) over [0, count) split into contiguous ranges, on up to `max_threads`
+// threads: as many as the work pays for. `cost_per_item` is the work of one item in units of
+// a cheap element-wise operation on one element; starting a parallel region costs about as
+// much as 32K of those, so small loops run on the calling thread alone.
+void parallelFor(int64_t count, double cost_per_item, int max_threads,
+                 const std::function<void(int64_t begin, int64_t end)>& body);
+
+// The threads parallelFor would use for this much work.
+int threadsFor(int64_t count, double cost_per_item, int max_threads);
+
+}  // namespace estuary::ge
