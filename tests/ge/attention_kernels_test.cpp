@@ -182,8 +182,7 @@ RunResult runAttention(const AttentionCase& c, const AttentionInputs& in) {
   return runGraph(text, inputs);
 }
 
-void checkAttention(const AttentionCase& c, uint32_t seed) {
-  AttentionInputs in = attentionInputs(c, seed);
+void checkAttention(const AttentionCase& c, const AttentionInputs& in) {
   RunResult run = runAttention(c, in);
   AttentionResult expected = referenceAttention(c, in);
   const double tolerance = c.dtype == DType::F32 ? 2e-5 : dtypeTolerance(c.dtype) * 4;
@@ -195,6 +194,8 @@ void checkAttention(const AttentionCase& c, uint32_t seed) {
   if (c.mode >= 0) expectNear(run.outputs.at(3), expected.qk, tolerance, tolerance, "qk_matmul_output");
   EXPECT_TRUE(usesKernel(run, "cpu:attention")) << run.kernels.at(0);
 }
+
+void checkAttention(const AttentionCase& c, uint32_t seed) { checkAttention(c, attentionInputs(c, seed)); }
 
 TEST(AttentionKernel, FourDimensionalMatchesTheReference) {
   AttentionCase c;
@@ -298,6 +299,76 @@ TEST(AttentionKernel, AFullyMaskedRowIsZeroAsInTheReference) {
     EXPECT_EQ(run.outputs[0].values[static_cast<size_t>(c.v_head + d)], 0.0);            // (0, 0, 1, d)
     EXPECT_FALSE(std::isnan(run.outputs[0].values[static_cast<size_t>(d)]));            // (0, 0, 0, d)
   }
+}
+
+// The kernel walks blocks of 64 query rows over tiles of 256 keys (attention.cpp). These
+// cases have lengths that are multiples of neither, masks and limits that end inside tiles,
+// and tiles that some or all rows of a block mask.
+AttentionCase tiledCase() {
+  AttentionCase c;
+  c.batch = 1;
+  c.q_seq = 70;
+  c.kv_seq = 300;
+  return c;
+}
+
+TEST(AttentionKernel, TilesWithRaggedEdgesAndMasksAcrossThem) {
+  AttentionCase c = tiledCase();
+  checkAttention(c, 50);
+  c.mask = DType::F32;
+  c.mask_dims = {c.q_seq, c.kv_seq - 20};  // a short mask: its end falls inside the second tile
+  checkAttention(c, 51);
+  c.mask = DType::Bool;
+  c.mask_dims = {c.batch, c.q_heads, c.q_seq, c.kv_seq};
+  checkAttention(c, 52);
+  c.three_d = true;  // strided Q, K, V and Y
+  c.softcap = 2;
+  checkAttention(c, 53);
+}
+
+TEST(AttentionKernel, CausalAndWindowLimitsAcrossTiles) {
+  AttentionCase c = tiledCase();
+  c.q_seq = c.kv_seq;  // the causal frontier crosses every tile; blocks skip tiles past it
+  c.causal = true;
+  checkAttention(c, 54);
+  c.q_seq = 100;  // after 200 past keys
+  c.past = 200;
+  c.kv_seq = 100;
+  checkAttention(c, 55);
+  c.left_window = 70;  // each block attends to a band narrower than a tile
+  checkAttention(c, 56);
+  c.nonpad = {260};
+  c.past = 0;
+  c.kv_seq = 300;
+  checkAttention(c, 57);
+}
+
+TEST(AttentionKernel, QkOutputOverEveryTileInEachMode) {
+  AttentionCase c = tiledCase();
+  c.causal = true;  // masked tiles are computed too: output 3 holds them
+  c.past = 230;
+  c.kv_seq = 70;
+  for (int mode = 0; mode <= 3; ++mode) {
+    SCOPED_TRACE("qk_matmul_output_mode " + std::to_string(mode));
+    c.mode = mode;
+    checkAttention(c, 60 + mode);
+  }
+}
+
+TEST(AttentionKernel, RowsMaskedForWholeTilesOrEverywhere) {
+  AttentionCase c = tiledCase();
+  c.mask = DType::Bool;
+  c.mask_dims = {c.q_seq, c.kv_seq};
+  AttentionInputs in = attentionInputs(c, 65);
+  auto mask = [&](int64_t row, int64_t key) -> double& {
+    return in.mask.values[static_cast<size_t>(row * c.kv_seq + key)];
+  };
+  for (int64_t j = 0; j < 256; ++j) mask(0, j) = 0;       // row 0: the first tile masked
+  for (int64_t j = 256; j < c.kv_seq; ++j) mask(1, j) = 0;  // row 1: the last tile masked
+  for (int64_t j = 0; j < c.kv_seq; ++j) mask(2, j) = 0;    // row 2: masked everywhere
+  checkAttention(c, in);
+  c.mode = 3;
+  checkAttention(c, in);
 }
 
 void expectBuildError(const std::string& text, const std::string& expected) {

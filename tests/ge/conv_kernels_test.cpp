@@ -216,6 +216,19 @@ TEST(ConvKernels, ConvTransposeAgainstReference) {
   }
 }
 
+// The own kernel (f64 here) on sizes past its GEMM's blocks (96 output channels, a depth of
+// 128, 512 positions: GemmBlocking in nn_support.h), with weights packed at build and at run
+// time, and ConvTranspose's col2im split across threads by output channel within groups.
+TEST(ConvKernels, OwnKernelAcrossGemmBlocksAndParallelCol2im) {
+  const ConvCase wide{{1, 15, 24, 24}, 100, {3, 3}, 1, {}, {}, {1, 1, 1, 1}};  // depth 135, 576 positions
+  const ConvCase grouped{{2, 8, 32, 32}, 16, {3, 3}, 2, {2, 2}, {}, {1, 1, 1, 1}};
+  for (bool constant_weights : {true, false}) {
+    checkConv(DType::F64, wide, false, constant_weights, 7);
+    checkConv(DType::F64, grouped, true, constant_weights, 8);
+    checkConv(DType::F64, ConvCase{{1, 4, 9, 9}, 4, {3, 3}, 4, {2, 2}}, true, constant_weights, 9);  // depthwise
+  }
+}
+
 TEST(ConvKernels, FloatConvsUseOnednnWithPackedWeights) {
   TestTensor x = randomTensor(DType::F32, {1, 16, 8, 8}, 1), w = randomTensor(DType::F32, {16, 16, 3, 3}, 2);
   RunResult result = runGraph("graph @g(%x: f32[1,16,8,8]) {\n" + constantLine("w", w) +

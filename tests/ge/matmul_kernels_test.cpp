@@ -1,7 +1,9 @@
 // MatMul, Gemm and Einsum kernels against reference loops in double, and the epilogue
 // (post-op) API of the MatMul and Gemm kernels.
 #include <map>
+#include <random>
 
+#include "../../ge_backend/src/cpu/nn_support.h"
 #include "../../ge_backend/src/cpu/post_ops.h"
 #include "estuary/ge/device.h"
 #include "tensor_test_support.h"
@@ -154,6 +156,74 @@ TEST(MatMulKernels, SixteenBitTypesUseTheBestOnednnPath) {
   EXPECT_NE(f16.kernels[0].find("via f32"), std::string::npos) << f16.kernels[0];
 }
 
+// Sizes around the own GEMM's blocks (GemmBlocking in nn_support.h: 6-row tiles of 16 f64 or
+// 32 i32 columns, blocks of 96 rows, 128 of depth and 512 columns), each larger than a block
+// and a multiple of none.
+TEST(MatMulKernels, OwnGemmAcrossBlockEdges) {
+  for (DType dtype : {DType::F64, DType::I32, DType::I64}) {
+    checkMatMul(dtype, {100, 130}, {130, 530}, false, 13);
+    checkMatMul(dtype, {2, 97, 129}, {129, 33}, true, 14);  // a broadcast B
+    checkMatMul(dtype, {3, 1, 5, 7}, {1, 2, 7, 9}, false, 15);
+  }
+}
+
+// ownBatchedGemm itself, against the same sums in the same wrap-around arithmetic: every
+// block edge, transposed operands, broadcast batches, K = 0 and an empty batch, on one and
+// two threads.
+template <typename T>
+void checkOwnBatchedGemm(int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int threads) {
+  using Acc = typename cpu::WrappingType<T>::type;
+  std::mt19937 random(static_cast<uint32_t>(m * 131 + n * 17 + k));
+  auto values = [&](int64_t count) {
+    std::vector<T> out(static_cast<size_t>(count));
+    for (T& value : out) {
+      // Integers span their type's range, so that products overflow and wrap.
+      value = std::is_integral_v<T> ? static_cast<T>(random()) : static_cast<T>(random() % 2001) / 1000 - 1;
+    }
+    return out;
+  };
+  // A has one matrix, broadcast to every product; B one per product.
+  std::vector<T> a = values(m * k), b = values(batch * k * n);
+  std::vector<int64_t> a_offsets(static_cast<size_t>(batch), 0), b_offsets;
+  for (int64_t p = 0; p < batch; ++p) b_offsets.push_back(p * k * n);
+  const int64_t a_row = trans_a ? 1 : k, a_col = trans_a ? m : 1, b_row = trans_b ? 1 : n, b_col = trans_b ? k : 1;
+  std::vector<T> c(static_cast<size_t>(batch * m * n), T(7));
+  cpu::ownBatchedGemm<T>(batch, a_offsets.data(), b_offsets.data(), m, n, k, a.data(), a_row, a_col, b.data(), b_row,
+                         b_col, c.data(), threads);
+  for (int64_t p = 0; p < batch; ++p) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        Acc sum = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          sum += static_cast<Acc>(a[i * a_row + q * a_col]) * static_cast<Acc>(b[p * k * n + q * b_row + j * b_col]);
+        }
+        const T expected = static_cast<T>(sum), got = c[(p * m + i) * n + j];
+        if constexpr (std::is_integral_v<T>) {
+          ASSERT_EQ(got, expected) << "product " << p << " (" << i << ", " << j << ") of " << m << "x" << n << "x" << k;
+        } else {
+          ASSERT_NEAR(got, expected, 1e-12 * (k + 1)) << "product " << p << " (" << i << ", " << j << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulKernels, OwnBlockedGemmEdgesTransposesAndEmptyOperands) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        checkOwnBatchedGemm<double>(2, 103, 521, 133, trans_a, trans_b, threads);
+        checkOwnBatchedGemm<int32_t>(2, 97, 545, 129, trans_a, trans_b, threads);
+      }
+    }
+    checkOwnBatchedGemm<int64_t>(3, 5, 17, 300, false, false, threads);
+    checkOwnBatchedGemm<double>(2, 6, 16, 0, false, false, threads);  // K = 0: zeros
+    checkOwnBatchedGemm<int32_t>(0, 4, 5, 6, false, false, threads);  // no products
+    checkOwnBatchedGemm<double>(1, 1, 1, 1, false, false, threads);
+  }
+}
+
 // ---------------------------------------------------------------------------- Gemm
 
 struct GemmCase {
@@ -222,6 +292,14 @@ TEST(GemmKernels, FlagsScalesAndBroadcastC) {
   for (DType dtype : {DType::I32, DType::I64}) {
     checkGemm(dtype, m, n, k, {true, false, 1.0, 1.0, {n}, true}, false, 7);
     checkGemm(dtype, m, n, k, {false, true, 2.0, 3.0, {m, 1}, true}, false, 7);
+  }
+}
+
+TEST(GemmKernels, OwnGemmAcrossBlockEdgesAndWithoutDepth) {
+  checkGemm(DType::F64, 101, 515, 131, {true, true, 1.5, 0.5, {515}, true}, false, 16);
+  checkGemm(DType::I64, 101, 515, 131, {true, true, 2.0, 3.0, {515}, true}, false, 16);
+  for (DType dtype : {DType::F64, DType::I32}) {
+    checkGemm(dtype, 7, 9, 0, {false, false, 1.0, 2.0, {7, 9}, true}, false, 17);  // K = 0: Y = beta * C
   }
 }
 

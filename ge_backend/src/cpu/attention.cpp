@@ -2,24 +2,27 @@
 // and sliding windows) and RotaryEmbedding (opset 23).
 //
 // Attention computes in f32; f16/bf16 tensors go through buildPreferringF32's conversion.
-// A run is two oneDNN matmul primitives with one vectorized pass over the score rows
-// between them:
+// A run is:
 //   1. present K/V: past and new keys/values written head-major into present_key /
 //      present_value (or into scratch when the node does not output them). Without a past
 //      and without present outputs, K and V are read where they are;
-//   2. scores S = scale * Q K^T for all heads in one batched matmul. Grouped-query attention
-//      needs no copies: Q is seen as [B, Hkv, group, Sq, D] and K^T as [B, Hkv, 1, D, T],
-//      which oneDNN broadcasts over the group axis; 3-D Q/K/V ([B, S, H*D]) are read
-//      through strides;
-//   3. per score row: softcap, the additive bias (float or bool mask, causal and window
-//      limits, nonpad_kv_seqlen), softmax;
-//   4. Y = P V with the same broadcast, written through strides into a 3-D or 4-D Y.
+//   2. per block of query rows of one head, FlashAttention's loop over tiles of keys: the
+//      score tile S = scale * Q K^T (dnnl_sgemm), per score row softcap, the additive bias
+//      (float or bool mask, causal and window limits, nonpad_kv_seqlen) and an online
+//      softmax (a running maximum and sum; the rows already accumulated are rescaled when
+//      the maximum grows), then Y += P V (dnnl_sgemm) into Y itself, normalized by the sum
+//      at the end. Memory is one score tile per thread instead of the whole Sq x T matrix
+//      per head, and key tiles every query row of a block masks (causal, windows, padding)
+//      are skipped. Grouped-query attention reads key/value head h / group for query head
+//      h; 3-D Q/K/V ([B, S, H*D]) and Y are read and written through strides.
 //
 // Order of the row steps: softcap comes before the bias so that a masked -inf stays -inf
 // (the ONNX reference fixed this after opset 23, whose text put the mask first and so let
 // masked positions leak probability). qk_matmul_output_mode picks what output 3 holds, as
 // the ONNX reference (onnx 1.23) does: 0 the scaled Q K^T, 1 that after softcap, 2 that plus
-// the bias (the logits the softmax sees), 3 the softmax. A row whose every position is
+// the bias (the logits the softmax sees), 3 the softmax. Output 3 is written tile by tile
+// (every tile is then computed, masked or not); the softmax of mode 3 is the logits
+// normalized once a block's maxima and sums are final. A row whose every position is
 // masked attends to nothing: its probabilities, and so its Y row, are 0.
 #include <atomic>
 #include <cmath>
@@ -27,6 +30,7 @@
 
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
+#include "estuary/ge/kernel_helpers.h"
 
 namespace estuary::ge::cpu {
 
@@ -34,11 +38,21 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// Query rows per block: the unit of parallel work and the rows of a score tile.
+constexpr int64_t kQueryBlock = 64;
+// Scores per tile (64 x 256 floats, 64 KiB: in L2 next to its Q rows and K/V tiles). A
+// block with fewer query rows (decoding) takes wider key tiles, so that each dnnl_sgemm call
+// (about a microsecond of overhead) keeps as much work.
+constexpr int64_t kTileScores = 64 * 256;
+
 // A [B, H, S, D] tensor given 4-D, or 3-D as [B, S, H*D] with H from an attribute: its
 // sizes and element strides.
 struct HeadView {
   int64_t batch = 0, heads = 0, seq = 0, size = 0;
   int64_t batch_stride = 0, head_stride = 0, seq_stride = 0;
+
+  // Row s of head h of batch b.
+  int64_t offset(int64_t b, int64_t h, int64_t s) const { return b * batch_stride + h * head_stride + s * seq_stride; }
 };
 
 HeadView headView(const KernelBuildContext& context, size_t input, const char* heads_attr) {
@@ -68,47 +82,31 @@ HeadView contiguousView(int64_t batch, int64_t heads, int64_t seq, int64_t size)
   return HeadView{batch, heads, seq, size, heads * seq * size, seq * size, size};
 }
 
-// Q, P or Y seen as [B, Hkv, group, S, D] (the group axis splits the query heads).
-dnnl::memory::desc groupedDesc(const HeadView& view, int64_t kv_heads) {
-  const int64_t group = view.heads / kv_heads;
-  return dnnl::memory::desc({view.batch, kv_heads, group, view.seq, view.size}, dnnl::memory::data_type::f32,
-                            {view.batch_stride, group * view.head_stride, view.head_stride, view.seq_stride, 1});
-}
-
-// K^T as [B, Hkv, 1, D, T] or V as [B, Hkv, 1, T, Dv]: broadcast over the group axis.
-dnnl::memory::desc broadcastDesc(const HeadView& view, bool transposed) {
-  if (transposed) {
-    return dnnl::memory::desc({view.batch, view.heads, 1, view.size, view.seq}, dnnl::memory::data_type::f32,
-                              {view.batch_stride, view.head_stride, view.head_stride, 1, view.seq_stride});
-  }
-  return dnnl::memory::desc({view.batch, view.heads, 1, view.seq, view.size}, dnnl::memory::data_type::f32,
-                            {view.batch_stride, view.head_stride, view.head_stride, view.seq_stride, 1});
-}
-
-// A batched oneDNN matmul reading inputs 0 (src) and 1 (weights), writing output 0.
-std::unique_ptr<OnednnKernel> batchedMatmul(const KernelBuildContext& context, const char* label,
-                                            const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
-                                            const dnnl::memory::desc& dst, float scale) {
-  const dnnl::engine& engine = cpuOf(context).engine();
-  dnnl::primitive_attr attr = scratchpadAttr();
-  if (scale != 1.f) attr.set_output_scales(0, {scale});
-  dnnl::matmul::primitive_desc pd;
-  try {
-    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine);
-  } catch (const dnnl::error& error) {
-    context.fail("oneDNN has no matmul for the attention ", label, " product: ", error.what());
-  }
-  return std::make_unique<OnednnKernel>(
-      std::string(label) + " " + implName(pd), engine, dnnl::matmul(pd), pd.scratchpad_desc().get_size(),
-      std::vector<OnednnArg>{{DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src},
-                             {DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights},
-                             {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
-                             {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}});
-}
-
 size_t alignedBytes(int64_t floats) { return (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64; }
 
-// Everything the row pass needs, fixed at build time.
+// C = alpha * A op(B) + beta * C on row-major operands, on the calling thread.
+void sgemm(char trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (dnnl_sgemm('N', trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) != dnnl_success) {
+    raise("dnnl_sgemm failed on a ", m, "x", n, "x", k, " attention tile");
+  }
+}
+
+// dnnl_sgemm spreads over omp_get_max_threads() threads when called outside a parallel
+// region; the query blocks are already the parallel unit, so while one of these lives each
+// call runs on its caller alone.
+class OneThreadGemms {
+ public:
+  OneThreadGemms() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneThreadGemms() { omp_set_num_threads(saved_); }
+  OneThreadGemms(const OneThreadGemms&) = delete;
+  OneThreadGemms& operator=(const OneThreadGemms&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Everything the score rows need, fixed at build time.
 struct RowBias {
   enum class Mask : uint8_t { None, Float, Bool };
   Mask mask = Mask::None;
@@ -120,80 +118,81 @@ struct RowBias {
   int64_t past = 0;  // keys before the new ones (the causal offset)
 };
 
-class AttentionState final : public KernelState {
- public:
-  std::unique_ptr<KernelState> scores, output;
+// The key positions one query row may attend to, [low, high] (empty when high < low), and
+// its row of the mask.
+struct RowWindow {
+  int64_t low = 0, high = -1;
+  const float* float_mask = nullptr;
+  const uint8_t* bool_mask = nullptr;
+};
+
+// A query row's softmax so far: the largest logit and the sum of exp(logit - max).
+struct RunningSoftmax {
+  float max = kNegInf, sum = 0;
+};
+
+// The tensors of one run.
+struct AttentionOperands {
+  const float* q;
+  const float* key;
+  const float* value;
+  float* y;
+  float* qk_output;  // null unless the node has output 3
+  const void* mask;
+  const int64_t* nonpad;
 };
 
 class AttentionKernel final : public Kernel {
  public:
-  // Where a key/value operand of the matmuls lives.
+  // Where a key/value operand of the products lives.
   enum class Cache : uint8_t { Input, Present, Scratch };
 
-  AttentionKernel(HeadView q, HeadView k, HeadView v, HeadView key_operand, HeadView value_operand,
-                  Cache key_cache, Cache value_cache, RowBias bias, float softcap, int64_t output_mode,
-                  bool has_past, size_t num_outputs, std::unique_ptr<OnednnKernel> scores,
-                  std::unique_ptr<OnednnKernel> output)
-      : q_(q), k_(k), v_(v), key_(key_operand), value_(value_operand), key_cache_(key_cache),
-        value_cache_(value_cache), bias_(bias), softcap_(softcap), output_mode_(output_mode), has_past_(has_past),
-        num_outputs_(num_outputs), scores_kernel_(std::move(scores)), output_kernel_(std::move(output)) {
+  AttentionKernel(HeadView q, HeadView k, HeadView v, HeadView key_operand, HeadView value_operand, HeadView y,
+                  Cache key_cache, Cache value_cache, RowBias bias, float scale, float softcap, int64_t output_mode,
+                  bool has_past, size_t num_outputs)
+      : q_(q), k_(k), v_(v), key_(key_operand), value_(value_operand), y_(y), key_cache_(key_cache),
+        value_cache_(value_cache), bias_(bias), scale_(scale), softcap_(softcap), output_mode_(output_mode),
+        has_past_(has_past), num_outputs_(num_outputs) {
     total_ = key_.seq;
-    rows_ = q_.batch * q_.heads * q_.seq;
-    // Scratch: the score rows, the caches not written to outputs, the matmuls' scratchpad.
-    key_scratch_ = alignedBytes(rows_ * total_);
+    query_block_ = std::max<int64_t>(1, std::min(kQueryBlock, q_.seq));
+    key_tile_ = std::max<int64_t>(1, std::min(total_, kTileScores / query_block_));
+    // Scratch: the caches not written to outputs.
     auto cacheBytes = [](Cache cache, const HeadView& view) {
       return cache == Cache::Scratch ? alignedBytes(view.batch * view.batch_stride) : 0;
     };
-    value_scratch_ = key_scratch_ + cacheBytes(key_cache_, key_);
-    matmul_scratch_ = value_scratch_ + cacheBytes(value_cache_, value_);
+    value_scratch_ = cacheBytes(key_cache_, key_);
+    scratch_ = value_scratch_ + cacheBytes(value_cache_, value_);
   }
 
-  size_t scratchBytes() const override {
-    return matmul_scratch_ + std::max(scores_kernel_->scratchBytes(), output_kernel_->scratchBytes());
-  }
-  std::unique_ptr<KernelState> createState() const override {
-    auto state = std::make_unique<AttentionState>();
-    state->scores = scores_kernel_->createState();
-    state->output = output_kernel_->createState();
-    return state;
-  }
-  std::string name() const override {
-    return "cpu:attention (" + scores_kernel_->name() + ", " + output_kernel_->name() + ")";
-  }
+  size_t scratchBytes() const override { return scratch_; }
+  std::string name() const override { return "cpu:attention (tiled, online softmax, dnnl_sgemm)"; }
 
-  void run(const KernelArgs& args, KernelState* raw_state) const override {
-    auto* state = static_cast<AttentionState*>(raw_state);
+  void run(const KernelArgs& args, KernelState*) const override {
     auto* scratch = static_cast<std::byte*>(args.scratch);
-    float* scores = reinterpret_cast<float*>(scratch);
-    const float* key = cacheOf(args, key_cache_, 1, 4, 1, scratch + key_scratch_, k_, key_);
-    const float* value = cacheOf(args, value_cache_, 2, 5, 2, scratch + value_scratch_, v_, value_);
-
-    const void* scores_inputs[] = {args.inputs[0], key};
-    void* scores_outputs[] = {scores};
-    scores_kernel_->run(KernelArgs{scores_inputs, scores_outputs, scratch + matmul_scratch_, args.num_threads,
-                                   args.device},
-                        state->scores.get());
-
     // Optional operands are read only when the node has them (args.inputs has one entry
     // per node input, and a node may stop after V).
-    float* qk_output = num_outputs_ > 3 ? static_cast<float*>(args.outputs[3]) : nullptr;
-    const void* mask = bias_.mask != RowBias::Mask::None ? args.inputs[3] : nullptr;
-    const auto* nonpad = bias_.nonpad ? static_cast<const int64_t*>(args.inputs[6]) : nullptr;
-    const int64_t rows = rows_, total = total_;
-#pragma omp parallel for num_threads(args.num_threads) if (rows * total > (1 << 14)) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      processRow(r, scores + r * total, qk_output ? qk_output + r * total : nullptr, mask, nonpad);
-    }
-
-    const void* output_inputs[] = {scores, value};
-    void* output_outputs[] = {args.outputs[0]};
-    output_kernel_->run(KernelArgs{output_inputs, output_outputs, scratch + matmul_scratch_, args.num_threads,
-                                   args.device},
-                        state->output.get());
+    const AttentionOperands operands{
+        static_cast<const float*>(args.inputs[0]),
+        cacheOf(args, key_cache_, 1, 4, 1, scratch, k_, key_),
+        cacheOf(args, value_cache_, 2, 5, 2, scratch + value_scratch_, v_, value_),
+        static_cast<float*>(args.outputs[0]),
+        num_outputs_ > 3 ? static_cast<float*>(args.outputs[3]) : nullptr,
+        bias_.mask != RowBias::Mask::None ? args.inputs[3] : nullptr,
+        bias_.nonpad ? static_cast<const int64_t*>(args.inputs[6]) : nullptr};
+    const int64_t blocks = (q_.seq + query_block_ - 1) / query_block_;
+    // A block's work per score: the two products' multiply-adds (1/16 each) and an exp.
+    const double cost = static_cast<double>(query_block_ * total_) * ((q_.size + v_.size) / 16.0 + 8);
+    ge::parallelFor(q_.batch * q_.heads * blocks, cost, args.num_threads, [&](int64_t begin, int64_t end) {
+      OneThreadGemms one_thread;
+      std::vector<float> tile(static_cast<size_t>(query_block_ * key_tile_));
+      for (int64_t task = begin; task < end; ++task) {
+        attendBlock(task / blocks, (task % blocks) * query_block_, operands, tile.data());
+      }
+    });
   }
 
  private:
-  // The K or V operand of the matmuls: the input itself, or the present cache (past rows,
+  // The K or V operand of the products: the input itself, or the present cache (past rows,
   // then the new ones) written into output `present` or into scratch.
   const float* cacheOf(const KernelArgs& args, Cache cache, size_t input, size_t past_input, size_t present,
                        std::byte* scratch, const HeadView& source, const HeadView& target) const {
@@ -218,89 +217,146 @@ class AttentionKernel final : public Kernel {
     return out;
   }
 
-  // Softcap, bias and softmax of score row r (batch, query head, query position), in place;
-  // output 3 gets its copy at the step qk_matmul_output_mode names.
-  void processRow(int64_t r, float* row, float* qk_output, const void* mask, const int64_t* nonpad) const {
-    const int64_t total = total_;
-    const int64_t i = r % q_.seq, h = (r / q_.seq) % q_.heads, b = r / (q_.seq * q_.heads);
-    // Allowed key positions [low, high] from the causal and window limits and the padding.
+  // Query rows [first, first + query_block_) of (batch, query head) `pair` against every
+  // key tile, into their rows of Y (and of output 3).
+  void attendBlock(int64_t pair, int64_t first, const AttentionOperands& operands, float* tile) const {
+    const int64_t b = pair / q_.heads, h = pair % q_.heads, kv = h / (q_.heads / key_.heads);
+    const int64_t rows = std::min(query_block_, q_.seq - first);
+    const float* q = operands.q + q_.offset(b, h, first);
+    const float* keys = operands.key + key_.offset(b, kv, 0);
+    const float* values = operands.value + value_.offset(b, kv, 0);
+    float* y = operands.y + y_.offset(b, h, first);
+    float* qk = operands.qk_output ? operands.qk_output + (pair * q_.seq + first) * total_ : nullptr;
+
+    std::array<RowWindow, kQueryBlock> windows;
+    std::array<RunningSoftmax, kQueryBlock> softmax{};
+    std::array<float, kQueryBlock> rescale;
+    // The key positions any row of the block attends to; output 3 needs every one.
+    int64_t low = qk ? 0 : total_, high = qk ? total_ - 1 : -1;
+    for (int64_t i = 0; i < rows; ++i) {
+      windows[i] = rowWindow(b, h, first + i, operands.mask, operands.nonpad);
+      if (windows[i].low <= windows[i].high) {
+        low = std::min(low, windows[i].low);
+        high = std::max(high, windows[i].high);
+      }
+      std::fill(y + i * y_.seq_stride, y + i * y_.seq_stride + v_.size, 0.f);
+    }
+    for (int64_t start = low; start <= high; start += key_tile_) {
+      const int64_t width = std::min(key_tile_, high + 1 - start);
+      sgemm('T', rows, width, q_.size, scale_, q, q_.seq_stride, keys + start * key_.seq_stride, key_.seq_stride, 0.f,
+            tile, width);
+      for (int64_t i = 0; i < rows; ++i) {
+        rescale[i] = scoreRow(tile + i * width, start, width, windows[i], softmax[i], qk ? qk + i * total_ : nullptr);
+      }
+      for (int64_t i = 0; i < rows; ++i) {
+        float* out = y + i * y_.seq_stride;
+        if (rescale[i] != 1.f) {
+          for (int64_t d = 0; d < v_.size; ++d) out[d] *= rescale[i];
+        }
+      }
+      sgemm('N', rows, v_.size, width, 1.f, tile, width, values + start * value_.seq_stride, value_.seq_stride, 1.f,
+            y, y_.seq_stride);
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      // A row masked everywhere has summed nothing: its Y row stays 0.
+      const float inverse_sum = softmax[i].sum > 0 ? 1.f / softmax[i].sum : 0.f;
+      float* out = y + i * y_.seq_stride;
+      for (int64_t d = 0; d < v_.size; ++d) out[d] *= inverse_sum;
+      if (qk && output_mode_ == 3) normalizeRow(qk + i * total_, softmax[i].max, inverse_sum);
+    }
+  }
+
+  // The key positions query row i of (b, h) may attend to, from the causal and window
+  // limits, the padding and the mask's length.
+  RowWindow rowWindow(int64_t b, int64_t h, int64_t i, const void* mask, const int64_t* nonpad) const {
     int64_t offset = bias_.past;
     if (bias_.nonpad && !has_past_) offset = nonpad[b] - q_.seq;
-    int64_t low = 0, high = total - 1;
-    if (bias_.causal) high = std::min(high, i + offset);
-    if (bias_.right_window >= 0) high = std::min(high, i + offset + bias_.right_window);
-    if (bias_.left_window >= 0) low = std::max(low, i + offset - bias_.left_window);
-    if (bias_.nonpad) high = std::min(high, nonpad[b] - 1);
-    const int64_t mask_end = bias_.mask == RowBias::Mask::None ? total : std::min(total, bias_.mask_length);
-    high = std::min(high, mask_end - 1);
-    const int64_t mask_offset =
-        b * bias_.mask_strides[0] + h * bias_.mask_strides[1] + i * bias_.mask_strides[2];
-    const float* float_mask =
-        bias_.mask == RowBias::Mask::Float ? static_cast<const float*>(mask) + mask_offset : nullptr;
-    const uint8_t* bool_mask =
-        bias_.mask == RowBias::Mask::Bool ? static_cast<const uint8_t*>(mask) + mask_offset : nullptr;
+    RowWindow window;
+    window.high = total_ - 1;
+    if (bias_.causal) window.high = std::min(window.high, i + offset);
+    if (bias_.right_window >= 0) window.high = std::min(window.high, i + offset + bias_.right_window);
+    if (bias_.left_window >= 0) window.low = std::max(window.low, i + offset - bias_.left_window);
+    if (bias_.nonpad) window.high = std::min(window.high, nonpad[b] - 1);
+    if (bias_.mask != RowBias::Mask::None) window.high = std::min(window.high, bias_.mask_length - 1);
+    const int64_t mask_offset = b * bias_.mask_strides[0] + h * bias_.mask_strides[1] + i * bias_.mask_strides[2];
+    if (bias_.mask == RowBias::Mask::Float) window.float_mask = static_cast<const float*>(mask) + mask_offset;
+    if (bias_.mask == RowBias::Mask::Bool) window.bool_mask = static_cast<const uint8_t*>(mask) + mask_offset;
+    return window;
+  }
 
-    // Adds the mask over [low, high] and sets -inf elsewhere.
-    auto addBias = [&](const float* in, float* out) {
-      for (int64_t j = 0; j < std::min(low, total); ++j) out[j] = kNegInf;
-      if (float_mask) {
-#pragma omp simd
-        for (int64_t j = low; j <= high; ++j) out[j] = in[j] + float_mask[j];
-      } else if (bool_mask) {
-#pragma omp simd
-        for (int64_t j = low; j <= high; ++j) out[j] = bool_mask[j] ? in[j] : kNegInf;
-      } else if (in != out) {
-        for (int64_t j = low; j <= high; ++j) out[j] = in[j];
-      }
-      for (int64_t j = std::max(high + 1, int64_t{0}); j < total; ++j) out[j] = kNegInf;
-    };
-    auto copyTo = [&](float* out) { std::memcpy(out, row, static_cast<size_t>(total) * sizeof(float)); };
-
-    if (qk_output && output_mode_ == 0) copyTo(qk_output);
+  // Turns the scores of key positions [start, start + width) of one query row into exp(logit
+  // - max) in place, updating the row's running softmax; returns the factor the row's
+  // accumulated output is to be rescaled by (the old maximum's exp against the new one).
+  // `qk`, when given, is the row of output 3.
+  float scoreRow(float* row, int64_t start, int64_t width, const RowWindow& window, RunningSoftmax& softmax,
+                 float* qk) const {
+    auto copyTo = [&](float* out) { std::memcpy(out + start, row, static_cast<size_t>(width) * sizeof(float)); };
+    if (qk && output_mode_ == 0) copyTo(qk);
     if (softcap_ > 0) {
       // softcap * tanh(x / softcap), tanh(t) = 1 - 2 / (exp(2t) + 1): an absolute error of
       // about 1e-7 * softcap, well below what the softmax resolves.
       const float cap = softcap_, inverse = 2.f / softcap_;
 #pragma omp simd
-      for (int64_t j = 0; j < total; ++j) row[j] = cap - 2.f * cap / (expF32(row[j] * inverse) + 1.f);
+      for (int64_t j = 0; j < width; ++j) row[j] = cap - 2.f * cap / (expF32(row[j] * inverse) + 1.f);
     }
-    if (qk_output && output_mode_ == 1) copyTo(qk_output);
-    addBias(row, row);
-    if (qk_output && output_mode_ == 2) copyTo(qk_output);
+    if (qk && output_mode_ == 1) copyTo(qk);
+    addBias(row, start, width, window);
+    if (qk && output_mode_ >= 2) copyTo(qk);  // mode 3: the logits, normalized at the block's end
 
-    float peak = kNegInf;
+    float peak = softmax.max;
 #pragma omp simd reduction(max : peak)
-    for (int64_t j = low; j <= high; ++j) peak = row[j] > peak ? row[j] : peak;
-    if (peak == kNegInf) {
-      std::fill(row, row + total, 0.f);  // everything masked
-    } else {
-      float sum = 0;
+    for (int64_t j = 0; j < width; ++j) peak = row[j] > peak ? row[j] : peak;
+    float sum = 0;
 #pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < total; ++j) {
-        const float e = row[j] == kNegInf ? 0.f : expF32(row[j] - peak);
-        row[j] = e;
-        sum += e;
-      }
-      // OpenMP starts each lane of a max reduction at the least float, which clang takes to be
-      // -FLT_MAX rather than -inf: a row masked everywhere can reach here with that peak, and
-      // then every exponential is 0 (the peak's own would be 1).
-      const float inverse_sum = sum > 0 ? 1.f / sum : 0.f;
-#pragma omp simd
-      for (int64_t j = 0; j < total; ++j) row[j] *= inverse_sum;
+    for (int64_t j = 0; j < width; ++j) {
+      const float e = row[j] == kNegInf ? 0.f : expF32(row[j] - peak);
+      row[j] = e;
+      sum += e;
     }
-    if (qk_output && output_mode_ == 3) copyTo(qk_output);
+    // Equal maxima (also both -inf: nothing attended yet) need no rescaling. OpenMP starts
+    // each lane of a max reduction at the least float, which clang takes to be -FLT_MAX
+    // rather than -inf: a tile masked everywhere may so raise the maximum to -FLT_MAX, whose
+    // factor against -inf rescales the nothing accumulated so far.
+    const float rescale = peak == softmax.max ? 1.f : expF32(softmax.max - peak);
+    softmax.max = peak;
+    softmax.sum = softmax.sum * rescale + sum;
+    return rescale;
   }
 
-  HeadView q_, k_, v_, key_, value_;
+  // Adds the mask to key positions [start, start + width) of a score row inside the row's
+  // window and sets -inf outside it.
+  void addBias(float* row, int64_t start, int64_t width, const RowWindow& window) const {
+    const int64_t low = std::clamp<int64_t>(window.low - start, 0, width);
+    const int64_t high = std::clamp<int64_t>(window.high + 1 - start, low, width);  // exclusive
+    std::fill(row, row + low, kNegInf);
+    if (window.float_mask) {
+      const float* mask = window.float_mask + start;
+#pragma omp simd
+      for (int64_t j = low; j < high; ++j) row[j] += mask[j];
+    } else if (window.bool_mask) {
+      const uint8_t* mask = window.bool_mask + start;
+#pragma omp simd
+      for (int64_t j = low; j < high; ++j) row[j] = mask[j] ? row[j] : kNegInf;
+    }
+    std::fill(row + high, row + width, kNegInf);
+  }
+
+  // A row of output 3 holding the logits becomes their softmax, given the row's final
+  // maximum and 1 / sum (0 for a row masked everywhere, whose probabilities are 0).
+  void normalizeRow(float* row, float max, float inverse_sum) const {
+#pragma omp simd
+    for (int64_t j = 0; j < total_; ++j) row[j] = row[j] == kNegInf ? 0.f : expF32(row[j] - max) * inverse_sum;
+  }
+
+  HeadView q_, k_, v_, key_, value_, y_;
   Cache key_cache_, value_cache_;
   RowBias bias_;
-  float softcap_;
+  float scale_, softcap_;
   int64_t output_mode_;
   bool has_past_;
   size_t num_outputs_;
-  std::unique_ptr<OnednnKernel> scores_kernel_, output_kernel_;
-  int64_t total_ = 0, rows_ = 0;
-  size_t key_scratch_ = 0, value_scratch_ = 0, matmul_scratch_ = 0;  // scratch offsets
+  int64_t total_ = 0, query_block_ = 0, key_tile_ = 0;
+  size_t value_scratch_ = 0, scratch_ = 0;  // scratch offset of the value cache, total bytes
 };
 
 std::unique_ptr<Kernel> makeAttention(const KernelBuildContext& context) {
@@ -375,14 +431,9 @@ std::unique_ptr<Kernel> makeAttention(const KernelBuildContext& context) {
   const int64_t mode = context.intAttr("qk_matmul_output_mode");
   if (mode < 0 || mode > 3) context.fail("qk_matmul_output_mode is ", mode, ", expected 0, 1, 2 or 3");
 
-  HeadView scores = contiguousView(q.batch, q.heads, q.seq, total);
-  auto scores_kernel = batchedMatmul(context, "onednn:matmul(QK)", groupedDesc(q, k.heads),
-                                     broadcastDesc(key, true), groupedDesc(scores, k.heads), static_cast<float>(scale));
-  auto output_kernel = batchedMatmul(context, "onednn:matmul(PV)", groupedDesc(scores, k.heads),
-                                     broadcastDesc(value, false), groupedDesc(y, k.heads), 1.f);
-  return std::make_unique<AttentionKernel>(q, k, v, key, value, key_cache, value_cache, bias,
-                                           static_cast<float>(context.floatAttr("softcap")), mode, has_past, outputs,
-                                           std::move(scores_kernel), std::move(output_kernel));
+  return std::make_unique<AttentionKernel>(q, k, v, key, value, y, key_cache, value_cache, bias,
+                                           static_cast<float>(scale), static_cast<float>(context.floatAttr("softcap")),
+                                           mode, has_past, outputs);
 }
 
 // ------------------------------------------------------------------------ RotaryEmbedding

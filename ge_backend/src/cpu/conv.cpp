@@ -9,6 +9,8 @@
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
 #include "cpu/post_ops.h"
+#include "estuary/ge/kernel_helpers.h"
+#include "estuary/support/mapped_file.h"
 
 namespace estuary::ge::cpu {
 
@@ -394,13 +396,15 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
 
 // Conv: per image and group, columns[C/g * K, P] = im2col(x), y = W_g x columns + bias.
 // ConvTranspose: columns[M/g * K, P_in] = W_g^T x x_g, then scattered (col2im) into y.
-// Computation is in f32 (f64 for f64); weights are converted once per run.
+// Computation is in f32 (f64 for f64) on the own blocked GEMM, whose left-hand operands are
+// the weights: constant weights are converted and packed for it once, when the kernel is
+// built; run-time weights on every run.
 template <typename T>
 class OwnConvKernel final : public Kernel {
   using Acc = ComputeType<T>;
 
  public:
-  OwnConvKernel(const ConvGeometry& geometry, bool transpose, bool has_bias)
+  OwnConvKernel(const ConvGeometry& geometry, bool transpose, bool has_bias, const T* constant_weights)
       : geometry_(geometry), transpose_(transpose), has_bias_(has_bias),
         window_(transpose ? windowTable(geometry.out, geometry.in, geometry.kernel, geometry.strides,
                                         geometry.dilations, geometry.pad_begin, false)
@@ -411,74 +415,45 @@ class OwnConvKernel final : public Kernel {
     out_group_ = geometry.out_channels / g;
     in_size_ = product(geometry.in);
     out_size_ = product(geometry.out);
-    weights_ = (transpose ? geometry.in_channels * out_group_ : geometry.out_channels * in_group_) * window_.kernel;
     const int64_t column_rows = (transpose ? out_group_ : in_group_) * window_.kernel;
     columns_ = column_rows * window_.positions;
     product_ = out_group_ * out_size_;
     image_ = transpose ? in_group_ * in_size_ : 0;
-    zero_offsets_.assign(1, 0);
+    if (constant_weights) packed_weights_ = packWeights(constant_weights);
   }
 
-  size_t scratchBytes() const override {
-    return static_cast<size_t>(weights_ + columns_ + product_ + image_) * sizeof(Acc);
-  }
+  size_t scratchBytes() const override { return static_cast<size_t>(columns_ + product_ + image_) * sizeof(Acc); }
 
   void run(const KernelArgs& args, KernelState*) const override {
     const T* x = static_cast<const T*>(args.inputs[0]);
-    const T* w = static_cast<const T*>(args.inputs[1]);
     const T* bias = has_bias_ ? static_cast<const T*>(args.inputs[2]) : nullptr;
     T* y = static_cast<T*>(args.outputs[0]);
-    Acc* weights = static_cast<Acc*>(args.scratch);
-    Acc* columns = weights + weights_;
+    std::vector<PackedGemmA<Acc>> run_time_weights;
+    if (packed_weights_.empty()) run_time_weights = packWeights(static_cast<const T*>(args.inputs[1]));
+    const std::vector<PackedGemmA<Acc>>& weights = packed_weights_.empty() ? run_time_weights : packed_weights_;
+    Acc* columns = static_cast<Acc*>(args.scratch);
     Acc* result = columns + columns_;
-    const int threads = args.num_threads;
-#pragma omp parallel for num_threads(threads) if (weights_ > (1 << 16))
-    for (int64_t i = 0; i < weights_; ++i) weights[i] = loadAs(w[i]);
-    const int64_t kernel = window_.kernel, positions = window_.positions;
     for (int64_t n = 0; n < geometry_.batch; ++n) {
       for (int64_t g = 0; g < geometry_.groups; ++g) {
-        if (!transpose_) {
-          const T* image = x + (n * geometry_.in_channels + g * in_group_) * in_size_;
-#pragma omp parallel for num_threads(threads) if (columns_ > (1 << 15))
-          for (int64_t row = 0; row < in_group_ * kernel; ++row) {
-            const T* channel = image + (row / kernel) * in_size_;
-            const int64_t* offsets = window_.offsets.data() + (row % kernel) * positions;
-            Acc* column = columns + row * positions;
-            for (int64_t p = 0; p < positions; ++p) column[p] = offsets[p] < 0 ? Acc(0) : loadAs(channel[offsets[p]]);
-          }
-          const int64_t k = in_group_ * kernel;
-          ownBatchedGemm<Acc>(1, zero_offsets_.data(), zero_offsets_.data(), out_group_, positions, k,
-                              weights + g * out_group_ * k, k, 1, columns, positions, 1, result, threads);
-          T* out = y + (n * geometry_.out_channels + g * out_group_) * out_size_;
-#pragma omp parallel for num_threads(threads) if (product_ > (1 << 15))
-          for (int64_t m = 0; m < out_group_; ++m) {
-            const Acc shift = bias ? loadAs(bias[g * out_group_ + m]) : Acc(0);
-            for (int64_t p = 0; p < out_size_; ++p) out[m * out_size_ + p] = storeAs<T>(result[m * out_size_ + p] + shift);
-          }
+        const T* image = x + (n * geometry_.in_channels + g * in_group_) * in_size_;
+        T* out = y + (n * geometry_.out_channels + g * out_group_) * out_size_;
+        const T* shift = bias ? bias + g * out_group_ : nullptr;
+        if (transpose_) {
+          Acc* converted = result + product_;  // x_g as Acc, [C/g, P_in]
+          ge::parallelFor(image_, 1, args.num_threads, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) converted[i] = loadAs(image[i]);
+          });
+          ownGemm(weights[g], converted, window_.positions, 1, window_.positions, columns, args.num_threads);
+          col2im(columns, shift, result, out, args.num_threads);
         } else {
-          // columns[(m, k), p] = sum_c W[c, m, k] x[c, p], then each row is scattered
-          // into an f32/f64 accumulator of its output channel.
-          Acc* image = result + product_;  // x_g converted, [C/g, P_in]
-          const T* source = x + (n * geometry_.in_channels + g * in_group_) * in_size_;
-          for (int64_t i = 0; i < image_; ++i) image[i] = loadAs(source[i]);
-          const int64_t rows = out_group_ * kernel;
-          ownBatchedGemm<Acc>(1, zero_offsets_.data(), zero_offsets_.data(), rows, positions, in_group_,
-                              weights + g * in_group_ * rows, 1, rows, image, positions, 1, columns, threads);
-          T* out = y + (n * geometry_.out_channels + g * out_group_) * out_size_;
-#pragma omp parallel for num_threads(threads) if (columns_ > (1 << 15))
-          for (int64_t m = 0; m < out_group_; ++m) {
-            Acc* sum = result + m * out_size_;
-            const Acc shift = bias ? loadAs(bias[g * out_group_ + m]) : Acc(0);
-            for (int64_t p = 0; p < out_size_; ++p) sum[p] = shift;
-            for (int64_t r = 0; r < kernel; ++r) {
-              const int64_t* offsets = window_.offsets.data() + r * positions;
-              const Acc* row = columns + (m * kernel + r) * positions;
-              for (int64_t p = 0; p < positions; ++p) {
-                if (offsets[p] >= 0) sum[offsets[p]] += row[p];
-              }
+          im2col(image, columns, args.num_threads);
+          ownGemm(weights[g], columns, window_.positions, 1, window_.positions, result, args.num_threads);
+          ge::parallelFor(out_group_, static_cast<double>(out_size_), args.num_threads, [&](int64_t begin, int64_t end) {
+            for (int64_t m = begin; m < end; ++m) {
+              const Acc offset = shift ? loadAs(shift[m]) : Acc(0);
+              for (int64_t p = 0; p < out_size_; ++p) out[m * out_size_ + p] = storeAs<T>(result[m * out_size_ + p] + offset);
             }
-            for (int64_t p = 0; p < out_size_; ++p) out[m * out_size_ + p] = storeAs<T>(sum[p]);
-          }
+          });
         }
       }
     }
@@ -486,21 +461,80 @@ class OwnConvKernel final : public Kernel {
   std::string name() const override { return transpose_ ? "cpu:conv_transpose" : "cpu:conv"; }
 
  private:
+  // Per group, the GEMM's left-hand operand: Conv's W_g [M/g, C/g * K] as stored, or
+  // ConvTranspose's W_g^T [M/g * K, C/g] read from [C/g, M/g * K] through strides.
+  std::vector<PackedGemmA<Acc>> packWeights(const T* w) const {
+    const int64_t kernel = window_.kernel;
+    std::vector<PackedGemmA<Acc>> packed;
+    for (int64_t g = 0; g < geometry_.groups; ++g) {
+      if (transpose_) {
+        const int64_t rows = out_group_ * kernel;
+        packed.emplace_back(w + g * in_group_ * rows, 1, rows, rows, in_group_);
+      } else {
+        const int64_t depth = in_group_ * kernel;
+        packed.emplace_back(w + g * out_group_ * depth, depth, 1, out_group_, depth);
+      }
+    }
+    return packed;
+  }
+
+  // columns[(c, r), p] = channel c of `image` at kernel offset r of window position p, 0 in
+  // the padding.
+  void im2col(const T* image, Acc* columns, int num_threads) const {
+    const int64_t kernel = window_.kernel, positions = window_.positions;
+    ge::parallelFor(in_group_ * kernel, static_cast<double>(positions), num_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const T* channel = image + (row / kernel) * in_size_;
+        const int64_t* offsets = window_.offsets.data() + (row % kernel) * positions;
+        Acc* column = columns + row * positions;
+        for (int64_t p = 0; p < positions; ++p) column[p] = offsets[p] < 0 ? Acc(0) : loadAs(channel[offsets[p]]);
+      }
+    });
+  }
+
+  // Scatters columns[(m, r), p] into output channel m at the cell kernel offset r of input
+  // position p reaches, plus the bias, through an Acc accumulator per channel (`sums`),
+  // then stores the channels into `out`. Threads take whole output channels, so no two
+  // write the same element.
+  void col2im(const Acc* columns, const T* shift, Acc* sums, T* out, int num_threads) const {
+    const int64_t kernel = window_.kernel, positions = window_.positions;
+    ge::parallelFor(out_group_, static_cast<double>(kernel * positions + out_size_), num_threads,
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t m = begin; m < end; ++m) {
+                        Acc* sum = sums + m * out_size_;
+                        std::fill(sum, sum + out_size_, shift ? loadAs(shift[m]) : Acc(0));
+                        for (int64_t r = 0; r < kernel; ++r) {
+                          const int64_t* offsets = window_.offsets.data() + r * positions;
+                          const Acc* row = columns + (m * kernel + r) * positions;
+                          for (int64_t p = 0; p < positions; ++p) {
+                            if (offsets[p] >= 0) sum[offsets[p]] += row[p];
+                          }
+                        }
+                        for (int64_t p = 0; p < out_size_; ++p) out[m * out_size_ + p] = storeAs<T>(sum[p]);
+                      }
+                    });
+  }
+
   ConvGeometry geometry_;
   bool transpose_;
   bool has_bias_;
   WindowTable window_;
   int64_t in_group_ = 0, out_group_ = 0, in_size_ = 0, out_size_ = 0;
-  int64_t weights_ = 0, columns_ = 0, product_ = 0, image_ = 0;
-  std::vector<int64_t> zero_offsets_;
+  int64_t columns_ = 0, product_ = 0, image_ = 0;  // scratch, in elements
+  std::vector<PackedGemmA<Acc>> packed_weights_;   // empty: the weights are an input
 };
 
 std::unique_ptr<Kernel> ownConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose) {
   std::unique_ptr<Kernel> kernel;
+  const Tensor* constant_weights = context.probing() ? nullptr : context.constantInput(1);
   dispatchFloat(context.output(0).dtype, [&](auto zero) {
     using T = decltype(zero);
-    kernel = std::make_unique<OwnConvKernel<T>>(geometry, transpose, context.hasInput(2));
+    kernel = std::make_unique<OwnConvKernel<T>>(geometry, transpose, context.hasInput(2),
+                                                constant_weights ? static_cast<const T*>(constant_weights->data())
+                                                                 : nullptr);
   });
+  // The kernel holds its own packed copy: the weights' pages in a mapped model file can go.
+  if (kernel && constant_weights) releaseMappedPages(constant_weights->data(), constant_weights->byteSize());
   return kernel;
 }
 

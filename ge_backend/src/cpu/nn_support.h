@@ -1,7 +1,7 @@
 #pragma once
 // Pieces the neural-network kernels (conv, matmul, pooling, normalization, softmax) share:
 // element access for the half types, dtype dispatch, a oneDNN kernel that owns pre-packed
-// weights, build-time reorders, and the small own GEMM used for the types oneDNN lacks.
+// weights, build-time reorders, and the own blocked GEMM used for the types oneDNN lacks.
 #include <omp.h>
 
 #include <cmath>
@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/bfloat16.h"
 #include "cpu/onednn_kernel.h"
+#include "estuary/ge/kernel_helpers.h"
 
 namespace estuary::ge::cpu {
 
@@ -152,40 +154,163 @@ struct WrappingType<T, true> {
   using type = std::make_unsigned_t<T>;
 };
 
+// The own GEMM below, in the style of BLIS/GotoBLAS: C is computed in MR x NR tiles held in
+// registers by a micro-kernel the compiler vectorizes over NR (four 256-bit vectors per
+// row, 24 accumulators for MR = 6), reading A and B packed into slivers it walks
+// contiguously: A in blocks of MC x KC (a sliver of MR rows, 6 KiB of f64, stays in L1
+// with a B sliver of KC x NR, 16 KiB), B in panels of KC x NC (512 KiB of f64, in L2).
+template <typename T>
+struct GemmBlocking {
+  static constexpr int64_t kMr = 6, kNr = 128 / sizeof(T);
+  static constexpr int64_t kKc = 128, kMc = 16 * kMr, kNc = 512;
+};
+
+// C[mr x nr] (+)= A sliver x B sliver over kc: `a` holds kc columns of MR rows, `b` kc rows of
+// NR columns. Only the first `rows` x `cols` of the tile are written (the packs pad edges
+// with zeros); `accumulate` adds to C instead of overwriting it.
+template <typename T>
+inline void gemmMicroKernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows, int64_t cols,
+                            bool accumulate) {
+  constexpr int64_t mr = GemmBlocking<T>::kMr, nr = GemmBlocking<T>::kNr;
+  T tile[mr][nr] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    for (int64_t i = 0; i < mr; ++i) {
+      const T scale = a[p * mr + i];
+#pragma omp simd
+      for (int64_t j = 0; j < nr; ++j) tile[i][j] += scale * b[p * nr + j];
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    T* out = c + i * ldc;
+    if (accumulate) {
+      for (int64_t j = 0; j < cols; ++j) out[j] += tile[i][j];
+    } else {
+      for (int64_t j = 0; j < cols; ++j) out[j] = tile[i][j];
+    }
+  }
+}
+
+// Packs rows [0, rows) x columns [0, depth) of a strided matrix into slivers of `width`
+// rows, each stored column after column (`width` values per column), zero-padded to whole
+// slivers. For B, "rows" are its columns: packing B is packing B^T.
+template <typename Acc, typename T>
+void packSlivers(const T* source, int64_t row_stride, int64_t column_stride, int64_t rows, int64_t depth,
+                 int64_t width, Acc* packed) {
+  for (int64_t first = 0; first < rows; first += width) {
+    const int64_t valid = std::min(width, rows - first);
+    for (int64_t p = 0; p < depth; ++p) {
+      Acc* out = packed + first * depth + p * width;
+      const T* in = source + first * row_stride + p * column_stride;
+      for (int64_t r = 0; r < valid; ++r) out[r] = static_cast<Acc>(loadAs(in[r * row_stride]));
+      for (int64_t r = valid; r < width; ++r) out[r] = Acc(0);
+    }
+  }
+}
+
+inline int64_t roundUp(int64_t value, int64_t step) { return (value + step - 1) / step * step; }
+
+// A left-hand operand packed once (convolution weights, at build): per block of kMc rows and
+// kKc columns, the slivers of kMr rows that packSlivers makes, blocks in row-major order.
+template <typename Acc>
+class PackedGemmA {
+  using Blocking = GemmBlocking<Acc>;
+
+ public:
+  template <typename T>
+  PackedGemmA(const T* a, int64_t row_stride, int64_t column_stride, int64_t rows, int64_t depth)
+      : rows_(rows), depth_(depth), padded_rows_(roundUp(rows, Blocking::kMr)),
+        data_(static_cast<size_t>(padded_rows_ * depth)) {
+    for (int64_t i0 = 0; i0 < rows; i0 += Blocking::kMc) {
+      for (int64_t p0 = 0; p0 < depth; p0 += Blocking::kKc) {
+        packSlivers(a + i0 * row_stride + p0 * column_stride, row_stride, column_stride,
+                    std::min(Blocking::kMc, rows - i0), std::min(Blocking::kKc, depth - p0), Blocking::kMr,
+                    data_.data() + offset(i0, p0));
+      }
+    }
+  }
+  int64_t rows() const { return rows_; }
+  int64_t depth() const { return depth_; }
+  // The block of rows from i0 (a multiple of kMc) and columns from p0 (a multiple of kKc).
+  const Acc* block(int64_t i0, int64_t p0) const { return data_.data() + offset(i0, p0); }
+
+ private:
+  // Every block before row i0 holds kMc rows (a multiple of kMr) of all columns.
+  int64_t offset(int64_t i0, int64_t p0) const { return i0 * depth_ + std::min(Blocking::kMc, padded_rows_ - i0) * p0; }
+
+  int64_t rows_, depth_, padded_rows_;
+  std::vector<Acc> data_;
+};
+
+// The blocked loop shared by ownBatchedGemm and ownGemm: `packA(product, i0, p0, rows,
+// depth, buffer)` returns the packed block of A at (i0, p0), packing it into `buffer` (of
+// `a_buffer` elements) unless A is pre-packed. The tiles of C (an MC x NC block of one
+// product each) are split across threads, each packing its own operands, so that a single
+// product with few rows (a convolution's output channels) still uses every thread.
+template <typename Acc, typename T, typename PackA>
+void blockedGemm(int64_t batch, const int64_t* b_offsets, int64_t m, int64_t n, int64_t k, size_t a_buffer,
+                 const PackA& packA, const T* b, int64_t b_row, int64_t b_col, Acc* c, int num_threads) {
+  using Blocking = GemmBlocking<Acc>;
+  const int64_t row_blocks = (m + Blocking::kMc - 1) / Blocking::kMc;
+  const int64_t column_blocks = (n + Blocking::kNc - 1) / Blocking::kNc;
+  // A multiply-add counts 1/16 of a cheap element-wise operation (threadsForWork).
+  const double cost = static_cast<double>(Blocking::kMc) * Blocking::kNc * std::max<int64_t>(k, 1) / 16;
+  const auto b_buffer = static_cast<size_t>(std::min(Blocking::kNc, roundUp(n, Blocking::kNr)) *
+                                            std::min(Blocking::kKc, k));
+  ge::parallelFor(batch * row_blocks * column_blocks, cost, num_threads, [&](int64_t begin, int64_t end) {
+    // Packing writes every element it reads: no need to zero the buffers.
+    std::unique_ptr<Acc[]> packed_a(a_buffer ? new Acc[a_buffer] : nullptr), packed_b(new Acc[b_buffer]);
+    for (int64_t tile = begin; tile < end; ++tile) {
+      const int64_t product = tile / (row_blocks * column_blocks);
+      const int64_t i0 = tile / column_blocks % row_blocks * Blocking::kMc;
+      const int64_t j0 = tile % column_blocks * Blocking::kNc;
+      const int64_t rows = std::min(Blocking::kMc, m - i0), columns = std::min(Blocking::kNc, n - j0);
+      Acc* out = c + product * m * n + i0 * n + j0;
+      if (k == 0) {
+        for (int64_t i = 0; i < rows; ++i) std::fill(out + i * n, out + i * n + columns, Acc(0));
+      }
+      for (int64_t p0 = 0; p0 < k; p0 += Blocking::kKc) {
+        const int64_t depth = std::min(Blocking::kKc, k - p0);
+        const Acc* a_block = packA(product, i0, p0, rows, depth, packed_a.get());
+        packSlivers(b + b_offsets[product] + p0 * b_row + j0 * b_col, b_col, b_row, columns, depth, Blocking::kNr,
+                    packed_b.get());
+        for (int64_t j = 0; j < columns; j += Blocking::kNr) {
+          for (int64_t i = 0; i < rows; i += Blocking::kMr) {
+            gemmMicroKernel(depth, a_block + i * depth, packed_b.get() + j * depth, out + i * n + j, n,
+                            std::min(Blocking::kMr, rows - i), std::min(Blocking::kNr, columns - j), p0 > 0);
+          }
+        }
+      }
+    }
+  });
+}
+
 // C[b] = A[b] * B[b] for `batch` products of [M,K] x [K,N], C contiguous [batch, M, N];
 // A and B are addressed by per-product offsets (broadcast batches repeat an offset) and
 // row/column strides (transposed operands need no copy). Own code for the types oneDNN
-// lacks: f64, and integers computed with wrap-around (as unsigned). An i-k-j loop whose
-// inner loop runs over contiguous columns of B and C and vectorizes; rows of all
-// products are split across threads.
+// lacks: f64, and integers computed with wrap-around (as unsigned). Blocked as
+// GemmBlocking describes.
 template <typename T>
 void ownBatchedGemm(int64_t batch, const int64_t* a_offsets, const int64_t* b_offsets, int64_t m, int64_t n,
                     int64_t k, const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t b_row, int64_t b_col,
                     T* c, int num_threads) {
   using Acc = typename WrappingType<T>::type;
-  constexpr int64_t kBlockK = 256;
-  const int64_t rows = batch * m;
-#pragma omp parallel for num_threads(num_threads) if (rows * n * k > (1 << 16)) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t product = r / m, i = r % m;
-    const T* a_row_ptr = a + a_offsets[product] + i * a_row;
-    const T* b_base = b + b_offsets[product];
-    Acc* out = reinterpret_cast<Acc*>(c + r * n);
-    for (int64_t j = 0; j < n; ++j) out[j] = 0;
-    for (int64_t k0 = 0; k0 < k; k0 += kBlockK) {
-      const int64_t k1 = std::min(k, k0 + kBlockK);
-      for (int64_t p = k0; p < k1; ++p) {
-        const Acc scale = static_cast<Acc>(a_row_ptr[p * a_col]);
-        const T* b_row_ptr = b_base + p * b_row;
-        if (b_col == 1) {
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) out[j] += scale * static_cast<Acc>(b_row_ptr[j]);
-        } else {
-          for (int64_t j = 0; j < n; ++j) out[j] += scale * static_cast<Acc>(b_row_ptr[j * b_col]);
-        }
-      }
-    }
-  }
+  using Blocking = GemmBlocking<Acc>;
+  auto packA = [&](int64_t product, int64_t i0, int64_t p0, int64_t rows, int64_t depth, Acc* buffer) {
+    packSlivers(a + a_offsets[product] + i0 * a_row + p0 * a_col, a_row, a_col, rows, depth, Blocking::kMr, buffer);
+    return static_cast<const Acc*>(buffer);
+  };
+  const auto a_buffer = static_cast<size_t>(std::min(Blocking::kMc, roundUp(m, Blocking::kMr)) *
+                                            std::min(Blocking::kKc, k));
+  blockedGemm(batch, b_offsets, m, n, k, a_buffer, packA, b, b_row, b_col, reinterpret_cast<Acc*>(c), num_threads);
+}
+
+// C = A * B for a pre-packed A ([M, K]) and B [K, N] read through strides; C contiguous.
+template <typename Acc>
+void ownGemm(const PackedGemmA<Acc>& a, const Acc* b, int64_t b_row, int64_t b_col, int64_t n, Acc* c,
+             int num_threads) {
+  const int64_t zero = 0;
+  auto packA = [&](int64_t, int64_t i0, int64_t p0, int64_t, int64_t, Acc*) { return a.block(i0, p0); };
+  blockedGemm(1, &zero, a.rows(), n, a.depth(), 0, packA, b, b_row, b_col, c, num_threads);
 }
 
 }  // namespace estuary::ge::cpu
