@@ -25,12 +25,17 @@ def decoder_inputs(batch, rng, past=32, layers=12, heads=12, head_dim=64):
     }
 
 
+def hidden_states_inputs(batch, rng, seq=64, hidden=512):
+    return {"x": rng.standard_normal((batch, seq, hidden)).astype(np.float32)}
+
+
 # name -> inputs(batch, rng)
 GENERATORS = {
     "resnet50": image_inputs,
     "mobilenet_v2": image_inputs,
     "bert_encoder": encoder_inputs,
     "gpt2_decoder": decoder_inputs,
+    "llama_block": hidden_states_inputs,
 }
 
 

@@ -20,7 +20,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model_inputs import decoder_inputs, encoder_inputs, example_inputs, image_inputs  # noqa: E402
+from model_inputs import (decoder_inputs, encoder_inputs, example_inputs, hidden_states_inputs,  # noqa: E402
+                          image_inputs)
 
 
 def import_torchvision():
@@ -127,6 +128,60 @@ class Gpt2LikeDecoder(nn.Module):
         return logits, torch.stack(keys), torch.stack(values)
 
 
+class RmsNorm(nn.Module):
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(1 + 0.1 * torch.randn(hidden))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+class LlamaLikeBlock(nn.Module):
+    """One LLaMA decoder layer at a small size: RMSNorm, rotary position embedding, grouped
+    query attention (8 query heads over 2 key/value heads) with a causal mask, and a SwiGLU MLP,
+    over sequences of 64 tokens of width 512."""
+
+    def __init__(self, hidden=512, heads=8, kv_heads=2, ffn=1408, max_positions=2048):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
+        self.norm1, self.norm2 = RmsNorm(hidden), RmsNorm(hidden)
+        self.q = nn.Linear(hidden, hidden, bias=False)
+        self.kv = nn.Linear(hidden, 2 * kv_heads * self.head_dim, bias=False)
+        self.o = nn.Linear(hidden, hidden, bias=False)
+        self.gate = nn.Linear(hidden, ffn, bias=False)
+        self.up = nn.Linear(hidden, ffn, bias=False)
+        self.down = nn.Linear(ffn, hidden, bias=False)
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim))
+        angles = torch.outer(torch.arange(max_positions).float(), inverse)
+        self.register_buffer("cos", torch.cat([angles, angles], -1).cos(), persistent=False)
+        self.register_buffer("sin", torch.cat([angles, angles], -1).sin(), persistent=False)
+
+    def forward(self, x):
+        batch, seq, hidden = x.shape
+        h = self.norm1(x)
+        q = self.q(h).reshape(batch, seq, self.heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(h).reshape(batch, seq, 2, self.kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        cos, sin = self.cos[:seq], self.sin[:seq]
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        repeat = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        causal = torch.ones(seq, seq, dtype=torch.bool, device=x.device).triu(1)
+        scores = scores.masked_fill(causal, float("-inf"))
+        context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, seq, hidden)
+        x = x + self.o(context)
+        h = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
 def _resnet50():
     return import_torchvision().models.resnet50()
 
@@ -143,6 +198,7 @@ MODELS = {
                      {"input_ids": {0: "batch"}, "attention_mask": {0: "batch"}}),
     "gpt2_decoder": (Gpt2LikeDecoder, decoder_inputs, ["logits", "present_keys", "present_values"],
                      {"past_keys": {3: "past"}, "past_values": {3: "past"}}),
+    "llama_block": (LlamaLikeBlock, hidden_states_inputs, ["hidden"], {"x": {0: "batch"}}),
 }
 
 

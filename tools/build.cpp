@@ -89,8 +89,50 @@ std::string plainSymbol(const Dim& dim) {
   return symbols.size() == 1 && symbols[0] == dim.str() ? symbols[0] : "";
 }
 
+OptionDecl deviceOption() {
+  std::string names;
+  for (const std::string& name : ge::deviceNames()) names += (names.empty() ? "" : ", ") + name;
+  return {"device", "NAME",
+          "the device to build for and run on (" + names +
+              "); reference runs plain, unfused kernels in f32/f64, to check results against",
+          "cpu"};
+}
+
+std::vector<OptionDecl> precisionOptionDecls() {
+  return {
+      {"precision-mode", "MODE",
+       std::string("which float computations run in 16 bits: ") + precisionModeSpellings() +
+           "; origin keeps the model's dtypes, fp32 raises 16-bit ones, the mixed modes follow --precision-lists",
+       "origin"},
+      {"precision-lists", "FILE", "the mixed modes' op lists (default: configs/precision/mixed.yaml; copy and edit it)",
+       ""},
+      {"modify-mixlist", "FILE", "ATC's edits of those lists: {\"white-list\": {\"to-add\": [...], \"to-remove\": "
+                                 "[...]}, \"black-list\": ..., \"gray-list\": ...}", ""},
+      {"keep-dtype", "FILE", "ATC's file of node names (one per line, or OpType::Conv) that keep their dtypes", ""},
+      {"allow-slow-precision", "", "build a 16-bit mode even on a CPU without fast kernels for it (slower than fp32; "
+                                   "for checking accuracy)", ""},
+  };
+}
+
+void setPrecisionFrom(sdk::BuildConfig& config, const std::string& command, const Arguments& args) {
+  try {
+    if (auto mode = args.value("precision-mode")) config.set("precision_mode", *mode);
+  } catch (const InputValueError& error) {
+    usageError("estuary ", command, ": --precision-mode: ", error.what());
+  }
+  config.precision_lists = args.value("precision-lists").value_or("");
+  config.modify_mixlist = args.value("modify-mixlist").value_or("");
+  config.keep_dtype = args.value("keep-dtype").value_or("");
+  config.allow_slow_precision = args.flag("allow-slow-precision");
+}
+
 sdk::BuildConfig backendConfigFrom(const std::string& command, const Arguments& args) {
   sdk::BuildConfig config;
+  try {
+    config.set("device", args.value("device").value_or("cpu"));
+  } catch (const InputValueError& error) {
+    usageError("estuary ", command, ": --device: ", error.what());
+  }
   config.backend.num_threads = static_cast<int>(integerOption(command, "threads", args.value("threads"), 0, 0));
   config.backend.limits = limitsFrom(command, args);
   config.plugins = args.values("plugin");
@@ -118,6 +160,7 @@ int runBuild(const std::vector<std::string>& argv) {
           {"input-shape", "SPEC", "input dims: \"x:1,3,224,224;y:-1,128;z:1~16,64\" (-1 keeps a dim symbolic, "
                                   "1~16 keeps it symbolic within a range)", ""},
           {"threads", "N", "intra-op threads the plans are built for; 0 is one per core", "0"},
+          deviceOption(),
           pluginOption("reading the graph: one whose ops it brings"),
           {"kernels", "", "also list the device lowering's passes with their times and the kernel chosen "
                           "for every step", ""},
@@ -127,6 +170,7 @@ int runBuild(const std::vector<std::string>& argv) {
   for (std::string& arg : rest) {
     if (arg == "-o") arg = "--output";
   }
+  args.addOptions(precisionOptionDecls());
   args.addOptions(limitOptionDecls());
   if (!args.parse(rest)) return 0;
   if (args.positionals().size() != 1) usageError("estuary build: expected one MODEL file (see --help)");
@@ -136,6 +180,7 @@ int runBuild(const std::vector<std::string>& argv) {
   if (ge::isOfflineModelFile(input)) raise(input, ": is an offline model already; 'estuary build' takes an IR file");
 
   sdk::BuildConfig config = backendConfigFrom("build", args);
+  setPrecisionFrom(config, "build", args);
   setInputShapes(config, args.value("input-shape").value_or(""));
   std::shared_ptr<ge::CompiledModel> model = sdk::openModel(input, config);
 

@@ -29,7 +29,13 @@ int runServe(const std::vector<std::string>& args);  // python -m estuary.serve
 
 // Shared by build, run, bench and convert (defined in build.cpp).
 
-// The build options of --threads, the resource limits and --plugin, as the SDK takes them.
+// --precision-mode and the options that go with it (build and convert), and the config they set.
+std::vector<OptionDecl> precisionOptionDecls();
+void setPrecisionFrom(sdk::BuildConfig& config, const std::string& command, const Arguments& args);
+// --device NAME: the device to build for and run on.
+OptionDecl deviceOption();
+// The build options of --device, --threads, the resource limits and --plugin, as the SDK
+// takes them.
 sdk::BuildConfig backendConfigFrom(const std::string& command, const Arguments& args);
 // --input-shape "x:1,3,224,224;y:-1,128;z:1~16,64" into the config's input shapes and
 // ranges; a usage error naming a malformed entry.

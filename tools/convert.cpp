@@ -50,6 +50,9 @@ std::vector<std::string> withAtcSpellings(std::vector<std::string> args) {
       {"--input_shape", "--input-shape"},
       {"--fusion_switch_file", "--switch-file"},
       {"--out_nodes", "--out-nodes"},
+      {"--precision_mode", "--precision-mode"},
+      {"--modify_mixlist", "--modify-mixlist"},
+      {"--keep_dtype", "--keep-dtype"},
       {"-o", "--output"},
   };
   for (std::string& arg : args) {
@@ -106,6 +109,36 @@ std::string ioList(const std::vector<ModelInfo::Operand>& operands) {
     text += (text.empty() ? "" : ", ") + operand.name + ": " + operand.type;
   }
   return text.empty() ? "(none)" : text;
+}
+
+// An offline model's header and properties, and its inputs and outputs when this machine can
+// load it.
+void printOfflineModelInfo(std::ostream& out, const std::string& path, const sdk::BuildConfig& config) {
+  const ge::OfflineModelSummary summary = ge::readOfflineModelSummary(path);
+  out << path << ": Estuary offline model (format " << summary.format_version << ", written by estuary "
+      << summary.writer << ")\n";
+  out << "  device: " << summary.device << " (" << summary.isa << ")\n";
+  out << "  precision: " << (summary.properties.count("precision") ? summary.properties.at("precision") : "origin")
+      << "\n";
+  for (const auto& [key, value] : summary.properties) {
+    if (key != "precision") out << "  " << key << ": " << value << "\n";
+  }
+  out << "  size: " << withThousands(summary.file_bytes) << " bytes, weights " << withThousands(summary.weight_bytes)
+      << "\n";
+  sdk::BuildConfig on_its_device = config;
+  on_its_device.device = summary.device;
+  try {
+    std::shared_ptr<ge::CompiledModel> model = sdk::openModel(path, on_its_device);
+    auto list = [](const std::vector<ge::IoInfo>& operands) {
+      std::string text;
+      for (const ge::IoInfo& operand : operands) text += (text.empty() ? "" : ", ") + operand.name + ": " + operand.type.str();
+      return text;
+    };
+    out << "  inputs: " << list(model->inputs()) << "\n";
+    out << "  outputs: " << list(model->outputs()) << "\n";
+  } catch (const Error& error) {
+    out << "  (inputs and outputs not shown: " << error.what() << ")\n";
+  }
 }
 
 void printInfo(std::ostream& out, const std::string& path, const ModelInfo& info) {
@@ -171,11 +204,13 @@ int runConvert(const std::vector<std::string>& argv) {
           {"input-shape", "SPEC", "input dims: \"x:1,3,224,224;y:-1,128;z:1~16,64\" (-1 keeps a dim symbolic, "
                                   "1~16 keeps it symbolic within a range)", ""},
           {"threads", "N", "intra-op threads the model is built for; 0 is one per core", "0"},
+          deviceOption(),
           {"mode", "MODE", "convert (0); info (6): print the model's information; ir: print the "
                            "translated graph as text; json (1): as JSON (to --output if given)", "convert"},
           {"log", "LEVEL", "error (or null), warning, info, debug: debug adds every pass and kernel", "info"},
       });
   args.addOptions(pipelineOptionDecls("O2"));
+  args.addOptions(precisionOptionDecls());
   args.addOptions(limitOptionDecls());
   if (!args.parse(withAtcSpellings(argv))) return 0;
 
@@ -198,6 +233,7 @@ int runConvert(const std::vector<std::string>& argv) {
     }
   }
   sdk::BuildConfig config = backendConfigFrom("convert", args);
+  setPrecisionFrom(config, "convert", args);
   setPipelineOptions(config, args, "O2");
   setInputShapes(config, args.value("input-shape").value_or(""));
   config.framework = sdk::frameworkName(args.value("framework").value_or(""));
@@ -214,7 +250,11 @@ int runConvert(const std::vector<std::string>& argv) {
   if (manager && log >= LogLevel::Warning) manager->setLog(&std::cerr);
   ModelInput input = ModelInput::files(model_paths);
   if (mode == Mode::Info) {
-    printInfo(std::cout, model_path, describeModel(input, sdk::frontendOptionsOf(config), config.framework));
+    if (model_paths.size() == 1 && ge::isOfflineModelFile(model_path)) {
+      printOfflineModelInfo(std::cout, model_path, config);
+    } else {
+      printInfo(std::cout, model_path, describeModel(input, sdk::frontendOptionsOf(config), config.framework));
+    }
     return 0;
   }
 

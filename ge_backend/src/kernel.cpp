@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "estuary/ge/device.h"
 #include "estuary/ops/schema.h"
 
 namespace estuary::ge {
@@ -134,7 +135,8 @@ std::shared_ptr<const Kernel> KernelRegistry::create(const KernelBuildContext& c
     return text;
   };
   if (it == entries_.end()) {
-    raiseAs<NoKernelError>(node.describe(), ": the CPU device has no kernel for op ", node.qualifiedOpType());
+    raiseAs<NoKernelError>(node.describe(), ": the ", context.device().name(), " device has no kernel for op ",
+                           node.qualifiedOpType());
   }
   bool all_plain = true;
   for (size_t i = 0; i < context.numInputs(); ++i) all_plain &= context.input(i).layout == Layout::Plain;
@@ -148,7 +150,8 @@ std::shared_ptr<const Kernel> KernelRegistry::create(const KernelBuildContext& c
     auto keep_alive = entry.keep_alive;
     return std::shared_ptr<const Kernel>(kernel.release(), [keep_alive](const Kernel* k) { delete k; });
   }
-  raiseAs<NoKernelError>(node.describe(), ": no CPU kernel of ", node.qualifiedOpType(), " supports inputs (",
+  raiseAs<NoKernelError>(node.describe(), ": no ", context.device().name(), " kernel of ", node.qualifiedOpType(),
+                         " supports inputs (",
                          describeInputs(), ")");
 }
 

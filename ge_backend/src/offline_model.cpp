@@ -38,12 +38,12 @@ constexpr size_t kInlineTensorLimit = 1024;
 
 // In header order. The file holds the metadata sections in kMetadataSections order, then
 // the weights.
-enum Section { kGraph, kWeightTable, kPlanShapes, kWeights, kPlugins, kDimRanges, kNumSections };
-constexpr const char* kSectionNames[kNumSections] = {"graph",   "weight table", "plan shapes",
-                                                     "weights", "plugins",      "dim ranges"};
-constexpr Section kMetadataSections[] = {kGraph, kWeightTable, kPlanShapes, kPlugins, kDimRanges};
+enum Section { kGraph, kWeightTable, kPlanShapes, kWeights, kPlugins, kDimRanges, kProperties, kNumSections };
+constexpr const char* kSectionNames[kNumSections] = {"graph",   "weight table", "plan shapes", "weights",
+                                                     "plugins", "dim ranges",   "properties"};
+constexpr Section kMetadataSections[] = {kGraph, kWeightTable, kPlanShapes, kPlugins, kDimRanges, kProperties};
 // The format version that added each section; older files lack it.
-constexpr uint32_t kSectionSince[kNumSections] = {1, 1, 1, 1, 2, 3};
+constexpr uint32_t kSectionSince[kNumSections] = {1, 1, 1, 1, 2, 3, 4};
 
 // Fixed codes, independent of the DType enum's numbering (see offline_model.h).
 constexpr DType kDTypeByCode[] = {DType::Undefined, DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
@@ -432,7 +432,33 @@ std::map<std::string, DimRange> readDimRanges(std::string_view bytes, const std:
   return ranges;
 }
 
+std::map<std::string, std::string> readProperties(std::string_view bytes, const std::string& path) {
+  std::map<std::string, std::string> properties;
+  if (bytes.empty()) return properties;  // a file from before format version 4
+  ByteReader reader(bytes, path, "properties");
+  for (uint64_t count = reader.count(8); count > 0; --count) {
+    std::string key = reader.text();
+    properties[std::move(key)] = reader.text();
+  }
+  if (!reader.atEnd()) reader.fail(reader.remaining(), " bytes after the last property");
+  return properties;
+}
+
 }  // namespace
+
+OfflineModelSummary readOfflineModelSummary(const std::string& path) {
+  MappedFile file = mapModelFile(path);
+  Header header = checkHeader(file, path);
+  OfflineModelSummary summary;
+  std::memcpy(&summary.format_version, file.data + 8, 4);
+  summary.device = header.device;
+  summary.isa = header.isa;
+  summary.writer = header.writer;
+  summary.file_bytes = file.size;
+  summary.weight_bytes = header.sections[kWeights].size();
+  summary.properties = readProperties(header.sections[kProperties], path);
+  return summary;
+}
 
 bool isOfflineModelFile(const std::string& path) {
   FILE* file = std::fopen(path.c_str(), "rb");
@@ -511,12 +537,20 @@ void CompiledModel::writeTo(ByteSink& file) const {
     dim_ranges.i64(range.max);
   }
 
+  ByteWriter properties;
+  properties.u64(options_.properties.size());
+  for (const auto& [key, value] : options_.properties) {
+    properties.text(key);
+    properties.text(value);
+  }
+
   std::string_view contents[kNumSections];
   contents[kGraph] = graph_bytes;
   contents[kWeightTable] = table.bytes();
   contents[kPlanShapes] = plan_shapes.bytes();
   contents[kPlugins] = plugins.bytes();
   contents[kDimRanges] = dim_ranges.bytes();
+  contents[kProperties] = properties.bytes();
   uint64_t offsets[kNumSections], sizes[kNumSections];
   uint64_t position = kHeaderSize;
   for (Section s : kMetadataSections) {
@@ -576,7 +610,11 @@ std::shared_ptr<CompiledModel> CompiledModel::loadMapped(const MappedFile& file,
                                                          const BuildOptions& options, const Device& device) {
   auto started = std::chrono::steady_clock::now();
   Header header = checkHeader(file, path);
-  if (header.device != device.name() || header.isa != device.isa()) {
+  if (header.device != device.name()) {
+    raise(path, ": built for the ", header.device, " device, not the ", device.name(), " device; open it with device '",
+          header.device, "' (--device ", header.device, ") or rebuild it for ", device.name());
+  }
+  if (header.isa != device.isa()) {
     raise(path, ": built for ", header.device, "/", header.isa, ", this machine is ", device.name(), "/",
           device.isa(), "; rebuild the model here with 'estuary build'");
   }
@@ -588,6 +626,7 @@ std::shared_ptr<CompiledModel> CompiledModel::loadMapped(const MappedFile& file,
 
   BuildOptions model_options = options;
   if (model_options.dim_ranges.empty()) model_options.dim_ranges = readDimRanges(header.sections[kDimRanges], path);
+  model_options.properties = readProperties(header.sections[kProperties], path);
   std::shared_ptr<CompiledModel> model(new CompiledModel(std::move(graph), model_options, device));
   for (Node* node : model->graph_->nodes()) ++model->report_.ops_after[node->qualifiedOpType()];
   model->report_.weight_bytes = weight_bytes;

@@ -358,8 +358,10 @@ PYBIND11_MODULE(_estuary, m) {
   m.def(
       "convert",
       [](const py::object& model, const std::optional<std::string>& output, const py::object& input_shapes,
-         const std::string& pipeline, const std::vector<std::string>& disable, int threads, const py::object& limits,
-         const std::optional<std::string>& framework, const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs,
+         const std::string& pipeline, const std::vector<std::string>& disable, int threads,
+         const std::string& device, const std::string& precision_mode, const std::optional<std::string>& precision_lists,
+         const std::optional<std::string>& modify_mixlist, const std::optional<std::string>& keep_dtype,
+         bool allow_slow_precision, const py::object& limits, const std::optional<std::string>& framework, const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs,
          const std::optional<std::string>& signature, const std::vector<std::string>& outputs,
          const std::map<std::string, std::string>& keys, const py::object& extensions) {
         python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
@@ -367,6 +369,12 @@ PYBIND11_MODULE(_estuary, m) {
         python::setInputShapes(config, input_shapes);
         config.pipeline = pipeline;
         config.disabled_passes = disable;
+        config.set("device", device);
+        config.set("precision_mode", precision_mode);
+        config.precision_lists = precision_lists.value_or("");
+        config.modify_mixlist = modify_mixlist.value_or("");
+        config.keep_dtype = keep_dtype.value_or("");
+        config.allow_slow_precision = allow_slow_precision;
         config.backend.num_threads = threads;
         config.backend.limits = python::limitsOf(limits);
         ModelInput input = python::modelInputOf(model);
@@ -377,17 +385,25 @@ PYBIND11_MODULE(_estuary, m) {
       },
       py::arg("model"), py::arg("output") = py::none(), py::kw_only(), py::arg("input_shapes") = py::none(),
       py::arg("pipeline") = "O2", py::arg("disable") = std::vector<std::string>{}, py::arg("threads") = 0,
+      py::arg("device") = "cpu", py::arg("precision_mode") = "origin", py::arg("precision_lists") = py::none(),
+      py::arg("modify_mixlist") = py::none(), py::arg("keep_dtype") = py::none(), py::arg("allow_slow_precision") = false,
       py::arg("limits") = py::none(), ESTUARY_LOAD_KWARGS,
       (std::string("Converts a framework's model into a runnable Model, like `estuary convert`: translate,\n"
                    "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic, '1~16' or (1, 16) bounds it;\n"
                    "or the command line's 'x:1,3,224,224'), run the pipeline,\n"
                    "build; writes the offline model to `output` when given.\n"
+                   "device: 'cpu', or 'reference' (plain kernels in f32/f64, to check results against).\n"
+                   "precision_mode: 'origin' (the model's dtypes), 'fp32', 'bf16', 'fp16', 'mixed-bf16', 'mixed-fp16'\n"
+                   "    or ATC's names; precision_lists, modify_mixlist and keep_dtype are files as `estuary convert`\n"
+                   "    takes them; a 16-bit mode this CPU has no fast kernels for is refused unless\n"
+                   "    allow_slow_precision=True.\n"
                    "limits: {'tensor': '4GiB', 'plan': ..., 'run': ..., 'plans': 16}, any of them, replacing\n"
                    "    this machine's defaults (default_limits()); a model past them raises ResourceLimitError.\n") +
        python::kLoadKwargsDoc).c_str());
 
-  py::class_<Model>(m, "Model", "A graph built by the GE backend for the CPU, ready to run.")
-      .def(py::init([](const py::object& source, int threads, const py::object& limits, const py::object& input_shapes,
+  py::class_<Model>(m, "Model", "A graph built by the GE backend for a device (the CPU unless told), ready to run.")
+      .def(py::init([](const py::object& source, int threads, const std::string& device, const py::object& limits,
+                       const py::object& input_shapes,
                        const std::optional<std::string>& framework,
                        const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs, const std::optional<std::string>& signature,
                        const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
@@ -395,6 +411,7 @@ PYBIND11_MODULE(_estuary, m) {
              python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
              sdk::BuildConfig config = load.config();
              python::setInputShapes(config, input_shapes);
+             config.set("device", device);
              config.backend.num_threads = threads;
              config.backend.limits = python::limitsOf(limits);
              if (py::isinstance<Graph>(source)) {
@@ -407,11 +424,12 @@ PYBIND11_MODULE(_estuary, m) {
              py::gil_scoped_release release;
              return Model(sdk::openModel(input, config));
            }),
-           py::arg("source"), py::arg("threads") = 0, py::kw_only(), py::arg("limits") = py::none(),
+           py::arg("source"), py::arg("threads") = 0, py::kw_only(), py::arg("device") = "cpu", py::arg("limits") = py::none(),
            py::arg("input_shapes") = py::none(), ESTUARY_LOAD_KWARGS,
            (std::string("Loads an offline model (.eom), builds an IR file (.est, .estir) or a Graph, or\n"
                         "converts a framework's model (a file, a directory, or a list of paths) with the O2\n"
-                        "pipeline. threads=0 uses every core; limits and input_shapes as estuary.convert takes them.\n") +
+                        "pipeline. threads=0 uses every core; device, limits and input_shapes as estuary.convert\n"
+                        "takes them.\n") +
             python::kLoadKwargsDoc).c_str())
       .def("run", &Model::run, py::arg("inputs"),
            "Runs with a dict name -> array or a list in input order; returns the outputs as a list.\n"
@@ -419,6 +437,8 @@ PYBIND11_MODULE(_estuary, m) {
       .def_property_readonly("inputs", &Model::inputs)
       .def_property_readonly("outputs", &Model::outputs)
       .def_property_readonly("num_threads", [](const Model& model) { return model.compiled().numThreads(); })
+      .def_property_readonly("device", [](const Model& model) { return model.compiled().device().name(); },
+                             "The device the model was built for: 'cpu' or 'reference'.")
       .def("report", [](const Model& model) {
         const ge::BuildReport& report = model.compiled().report();
         py::dict result;
@@ -428,6 +448,14 @@ PYBIND11_MODULE(_estuary, m) {
         result["lower_bound_bytes"] = report.lower_bound_bytes;
         result["weight_bytes"] = report.weight_bytes;
         result["kernels"] = report.kernels;
+        result["properties"] = model.compiled().properties();
+        py::dict node_dtypes;  // the dtype each node of the built graph computes its first result in
+        for (const Node* node : model.compiled().graph().nodes()) {
+          if (!node->is("Constant") && node->numOutputs() > 0) {
+            node_dtypes[py::str(node->name())] = dtypeName(node->output()->dtype());
+          }
+        }
+        result["node_dtypes"] = node_dtypes;
         return result;
       });
   python::registerFrontendBindings(m);

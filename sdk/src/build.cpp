@@ -10,6 +10,7 @@
 #include "estuary/plugin/loader.h"
 #include "estuary/sdk/parser.h"
 #include "estuary/serialize/graph_file.h"
+#include "estuary/transforms/shape_inference.h"
 #include "estuary/support/error.h"
 
 namespace estuary::sdk {
@@ -120,12 +121,40 @@ Graph& Conversion::optimize() {
   return optimized;
 }
 
+void Conversion::setPrecision() {
+  const PrecisionMode mode = config_.precision_mode;
+  const bool keeps = !config_.keep_dtype.empty();
+  if (mode == PrecisionMode::Origin && !keeps) return;
+  Graph& graph = this->graph();
+  lap();
+  const ge::Device& device = ge::deviceNamed(config_.device);
+  if (lowDType(mode) != DType::Undefined && !config_.allow_slow_precision) {
+    std::string reason = device.slowDTypeReason(lowDType(mode));
+    if (!reason.empty()) {
+      raiseAs<InputValueError>(source_, ": precision mode ", precisionModeName(mode), " refused: ", reason,
+                               ". Build in fp32, or set allow_slow_precision (--allow-slow-precision) to build it anyway");
+    }
+  }
+  PrecisionLists lists = precisionListsFor(mode, config_.precision_lists, config_.modify_mixlist, config_.keep_dtype);
+  inferShapes(graph, OpRegistry::global());
+  PrecisionStats stats = applyPrecision(graph, mode, lists);
+  const std::string low = lowDType(mode) == DType::Undefined ? "16 bits" : std::string(dtypeName(lowDType(mode)));
+  const std::string summary = std::string(precisionModeName(mode)) + ": " + std::to_string(stats.low_nodes) +
+                              " nodes in " + low + ", " + std::to_string(stats.f32_nodes) + " in f32, " +
+                              std::to_string(stats.casts_inserted) + " casts (" +
+                              std::to_string(stats.casts_cancelled) + " cancelled), " +
+                              std::to_string(stats.weights_converted) + " weights converted";
+  config_.backend.properties["precision"] = summary;
+  stages_.push_back({"precision", lap(), summary});
+}
+
 std::shared_ptr<ge::CompiledModel> Conversion::build() {
+  setPrecision();
   Graph& built = graph();
   lap();
   std::shared_ptr<ge::CompiledModel> model;
   try {
-    model = ge::CompiledModel::build(built, config_.backend);
+    model = ge::CompiledModel::build(built, config_.backend, ge::deviceNamed(config_.device));
   } catch (const ResourceLimitError& error) {
     raiseAs<ResourceLimitError>(source_, ": cannot build: ", error.what());
   } catch (const UnsupportedOpsError&) {
@@ -169,7 +198,7 @@ std::shared_ptr<ge::CompiledModel> openEstuaryFile(const std::string& path, cons
   // to the frontends.
   if (ge::isOfflineModelFile(path) || endsWith(path, ge::kOfflineModelExtension)) {
     loadPlugins(config);
-    return ge::CompiledModel::load(path, config.backend);
+    return ge::CompiledModel::load(path, config.backend, ge::deviceNamed(config.device));
   }
   if (!isIrFile(path)) return nullptr;
   BuildConfig as_is = config;
@@ -205,7 +234,7 @@ std::shared_ptr<ge::CompiledModel> openModel(const std::string& path, const Buil
 
 std::shared_ptr<ge::CompiledModel> openModelFromMemory(const void* data, size_t size, const BuildConfig& config) {
   loadPlugins(config);
-  return ge::CompiledModel::loadFromMemory(data, size, config.backend);
+  return ge::CompiledModel::loadFromMemory(data, size, config.backend, ge::deviceNamed(config.device));
 }
 
 }  // namespace estuary::sdk

@@ -1,5 +1,6 @@
 #include "estuary/sdk/options.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "estuary/support/error.h"
@@ -65,6 +66,15 @@ size_t byteSizeOf(std::string_view key, std::string_view text) {
   }
 }
 
+std::string deviceOf(std::string_view key, std::string_view text) {
+  const std::string name(trim(text));
+  const std::vector<std::string> known = ge::deviceNames();
+  if (std::find(known.begin(), known.end(), name) != known.end()) return name;
+  std::string list;
+  for (const std::string& device : known) list += (list.empty() ? "" : ", ") + device;
+  raiseAs<InputValueError>("build option '", key, "': unknown device '", text, "' (known: ", list, ")");
+}
+
 using Setter = std::function<void(BuildConfig&, std::string_view key, std::string_view value)>;
 
 struct KeyEntry {
@@ -102,6 +112,25 @@ const std::vector<KeyEntry>& keyTable() {
       {{"debug", "BOOL", "dump the IR before and after every pass and verify after each"},
        [](BuildConfig& c, auto k, auto v) { c.debug = booleanOf(k, v); }},
       {{"dump_dir", "DIR", "where debug dumps go"}, [](BuildConfig& c, auto, auto v) { c.dump_dir = trim(v); }},
+      {{"precision_mode", "MODE", "which float computations run in 16 bits: origin (default: the model's dtypes), fp32, "
+                                  "bf16, fp16, mixed-bf16, mixed-fp16, or ATC's names (force_fp32, allow_mix_precision, ...)"},
+       [](BuildConfig& c, auto k, auto v) {
+         std::optional<PrecisionMode> mode = parsePrecisionMode(trim(v));
+         if (!mode) raiseAs<InputValueError>("build option '", k, "': unknown mode '", v, "' (known: ", precisionModeSpellings(), ")");
+         c.precision_mode = *mode;
+       }},
+      {{"precision_lists", "FILE", "the mixed modes' lists of ops that go to 16 bits, stay f32, or follow "
+                                   "(configs/precision/mixed.yaml by default)"},
+       [](BuildConfig& c, auto, auto v) { c.precision_lists = trim(v); }},
+      {{"modify_mixlist", "FILE", "ATC's edits of the mixed lists (white-list/black-list/gray-list, to-add/to-remove)"},
+       [](BuildConfig& c, auto, auto v) { c.modify_mixlist = trim(v); }},
+      {{"keep_dtype", "FILE", "ATC's file of node names (or OpType::X) that keep their model's dtypes"},
+       [](BuildConfig& c, auto, auto v) { c.keep_dtype = trim(v); }},
+      {{"allow_slow_precision", "BOOL", "build a 16-bit mode even where the device has no fast kernels for it"},
+       [](BuildConfig& c, auto k, auto v) { c.allow_slow_precision = booleanOf(k, v); }},
+      {{"device", "NAME", "the device to build for and run on: cpu (default), or reference (plain kernels in "
+                          "f32/f64, to check results against)"},
+       [](BuildConfig& c, auto k, auto v) { c.device = deviceOf(k, v); }},
       {{"threads", "N", "intra-op threads of a run; 0 is one per core"},
        [](BuildConfig& c, auto k, auto v) { c.backend.num_threads = static_cast<int>(integerOf(k, v, 0)); }},
       {{"fuse_epilogues", "BOOL", "move bias adds, residual adds and activations into the matrix products before "

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "estuary/ge/device.h"
 #include "estuary/ge/kernel.h"
+#include "estuary/ops/backend_ops.h"
 #include "estuary/ops/schema.h"
 
 namespace estuary::ge {
@@ -24,6 +26,38 @@ TEST(KernelCoverage, EveryRegisteredOpHasACpuKernel) {
   std::string list;
   for (const std::string& name : missing) list += " " + name;
   EXPECT_TRUE(missing.empty()) << missing.size() << " ops have no CPU kernel:" << list;
+}
+
+// The reference device runs every op a model can hold as translated: every op of the core
+// registry but those a backend's lowering makes (fused ops, layout reorders), which it never
+// makes since it lowers nothing.
+TEST(KernelCoverage, EveryCoreOpHasAReferenceKernel) {
+  const KernelRegistry& kernels = deviceNamed("reference").kernels();
+  std::vector<std::string> lowering_ops = {"estuary::Reorder"};
+  for (const EpilogueFusion& fusion : epilogueFusions()) lowering_ops.push_back(std::string("estuary::") + fusion.fused);
+  std::string missing;
+  size_t count = 0;
+  for (const OpSchema* schema : OpRegistry::global().all()) {
+    const std::string name = schema->qualifiedName();
+    if (name == "Constant" || std::find(lowering_ops.begin(), lowering_ops.end(), name) != lowering_ops.end()) continue;
+    if (!kernels.has(schema->opType(), schema->domain())) {
+      missing += " " + name;
+      ++count;
+    }
+  }
+  EXPECT_EQ(count, 0u) << count << " ops have no reference kernel:" << missing;
+}
+
+TEST(KernelCoverage, DevicesAreFoundByName) {
+  EXPECT_EQ(&deviceNamed("cpu"), &cpuDevice());
+  EXPECT_EQ(deviceNamed("reference").name(), "reference");
+  try {
+    deviceNamed("npu");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("unknown device 'npu' (known: cpu, reference)"), std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "estuary/transforms/cse.h"
 #include "estuary/transforms/dce.h"
 #include "estuary/transforms/einsum_lowering.h"
+#include "estuary/transforms/precision.h"
 #include "estuary/transforms/rms_norm_recognition.h"
 #include "estuary/transforms/rotary_recognition.h"
 #include "estuary/transforms/shape_inference.h"
@@ -23,6 +24,7 @@ void registerCorePasses(PassRegistry& registry) {
   registry.add(rmsNormRecognitionPass());
   registry.add(attentionRecognitionPass());
   registry.add(rotaryRecognitionPass());
+  registry.add(precisionPass());
   registerPatternPasses(registry);
 }
 

@@ -36,6 +36,24 @@ std::string CpuDevice::isa() const {
   }
 }
 
+std::string CpuDevice::slowDTypeReason(DType dtype) const {
+  if (dtype == DType::BF16) {
+    // oneDNN's bf16 matrix products and convolutions beat f32 only with the bf16 dot-product
+    // instructions; before them it converts to f32 around every op.
+    const dnnl::cpu_isa isa_in_use = dnnl::get_effective_cpu_isa();
+    if (isa_in_use == dnnl::cpu_isa::avx512_core_bf16 || isa_in_use == dnnl::cpu_isa::avx512_core_amx) return "";
+    return "this CPU lacks AVX512-BF16 (and AMX-BF16), so bf16 runs as f32 converted back and forth (CPU ISA: " +
+           isa() + ")";
+  }
+  if (dtype == DType::F16) {
+    // oneDNN 2.6 has no f16 kernels for any CPU, only reorders.
+    return std::string("the CPU device has no f16 kernels (its oneDNN ") + std::to_string(DNNL_VERSION_MAJOR) + "." +
+           std::to_string(DNNL_VERSION_MINOR) + " has none; f16 would need AVX512-FP16 too, which this CPU " +
+           (__builtin_cpu_supports("avx512fp16") ? "has" : "lacks") + "), so f16 runs as f32 converted back and forth";
+  }
+  return "";
+}
+
 std::unique_ptr<DeviceRunState> CpuDevice::createRunState() const {
   return std::make_unique<CpuRunState>(engine_);
 }

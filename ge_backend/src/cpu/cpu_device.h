@@ -13,6 +13,7 @@ class CpuDevice final : public Device {
   std::string isa() const override;
   const KernelRegistry& kernels() const override { return kernels_; }
   std::unique_ptr<DeviceRunState> createRunState() const override;
+  std::string slowDTypeReason(DType dtype) const override;
   std::vector<LoweringStep> lowering(LoweringContext& context) const override;  // cpu_lowering.cpp
   const dnnl::engine& engine() const { return engine_; }
 

@@ -63,6 +63,9 @@ class Device {
   virtual const KernelRegistry& kernels() const = 0;
   // Resources one run context needs (a oneDNN stream on the CPU).
   virtual std::unique_ptr<DeviceRunState> createRunState() const = 0;
+  // Why the device has no fast kernels for computing in `dtype` (naming what the CPU lacks), or
+  // empty when it has them. A build in a 16-bit precision mode asks this first.
+  virtual std::string slowDTypeReason(DType dtype) const { return ""; }
   // The steps that turn a graph specialized to one shape signature into the graph the
   // device's kernels run (backend fusions, layouts), in order. None by default.
   virtual std::vector<LoweringStep> lowering(LoweringContext& context) const { return {}; }

@@ -58,6 +58,9 @@ struct BuildOptions {
   // Sizes the named symbolic dims may take (ATC's input shape ranges); a run with a size
   // outside is refused naming the input. Saved in the offline model.
   std::map<std::string, DimRange> dim_ranges;
+  // How the model was made, saved in the offline model and shown by `estuary convert --mode
+  // info` ("precision": "mixed-bf16: 72 nodes in bf16, ...").
+  std::map<std::string, std::string> properties;
   // How much memory a tensor, a plan and a run may take, and how many plans are kept. Not
   // saved in the offline model: they belong to the machine that runs it.
   ResourceLimits limits = ResourceLimits::forThisMachine();
@@ -134,6 +137,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   const Device& device() const { return device_; }
   int numThreads() const { return num_threads_; }
   const std::map<std::string, DimRange>& dimRanges() const { return options_.dim_ranges; }
+  const std::map<std::string, std::string>& properties() const { return options_.properties; }
 
   std::unique_ptr<RunContext> createContext() const;
 

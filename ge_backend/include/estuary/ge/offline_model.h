@@ -12,11 +12,11 @@
 //     56   char[32] device ISA, e.g. "avx512_core_amx", NUL-padded
 //     88   char[32] Estuary version that wrote the file, NUL-padded
 //     120  u64 reserved, zero
-//     128  six sections, each u64 offset and u64 size in bytes:
+//     128  seven sections, each u64 offset and u64 size in bytes:
 //            graph, weight table, plan shapes, weights, plugins (version 2 on), dim ranges
-//            (version 3 on); the file holds them in the order graph, weight table, plan
-//            shapes, plugins, dim ranges, weights
-//     224  reserved up to 256, zero
+//            (version 3 on), properties (version 4 on); the file holds them in the order
+//            graph, weight table, plan shapes, plugins, dim ranges, properties, weights
+//     240  reserved up to 256, zero
 //   graph         the lowered graph in core's serialized form (saveGraphToBytes); tensor
 //                 attributes larger than 1 KiB are zero-element placeholders there and their
 //                 bytes live in the weights section
@@ -32,17 +32,31 @@
 //                 when one of these ops is unknown
 //   dim ranges    u64 count, then per symbolic dim with a range: u32 length and the dim's
 //                 name, i64 smallest and i64 largest size a run may give it
+//   properties    u64 count, then per property: u32 length and the key, u32 length and the
+//                 value (BuildOptions::properties: how the model was made, e.g. its precision)
 //   weights       at a 64-byte aligned file offset, each tensor 64-byte aligned within; load()
 //                 maps the file and wraps these bytes without copying them
 //
 // dtype codes: 1 f32, 2 f16, 3 bf16, 4 f64, 5 i8, 6 i16, 7 i32, 8 i64, 9 u8, 10 bool.
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace estuary::ge {
 
-inline constexpr uint32_t kOfflineModelFormatVersion = 3;
+inline constexpr uint32_t kOfflineModelFormatVersion = 4;
 inline constexpr char kOfflineModelExtension[] = ".eom";
+
+// What an offline model's header and properties say, read without building anything (so on
+// any machine, for any device): `estuary convert --mode info`.
+struct OfflineModelSummary {
+  uint32_t format_version = 0;
+  std::string device, isa, writer;
+  uint64_t file_bytes = 0, weight_bytes = 0;
+  std::map<std::string, std::string> properties;
+};
+// Raises an Error naming the file when it is not a whole offline model.
+OfflineModelSummary readOfflineModelSummary(const std::string& path);
 
 // True when `path` names a readable file that starts with the offline model magic.
 bool isOfflineModelFile(const std::string& path);

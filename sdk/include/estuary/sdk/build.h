@@ -46,7 +46,8 @@ class Conversion {
   Graph& fixInputShapes();
   // Runs the pipeline (none when the config's pipeline is empty).
   Graph& optimize();
-  // Builds the compiled model from the graph as it is.
+  // Builds the compiled model from the graph as it is, in the config's precision mode
+  // (setPrecision() first).
   std::shared_ptr<ge::CompiledModel> build();
 
   Graph& graph();
@@ -57,6 +58,9 @@ class Conversion {
 
  private:
   double lap();
+  // Applies the config's precision mode (a stage of its own), refusing a 16-bit mode the
+  // device has no fast kernels for unless the config allows it.
+  void setPrecision();
 
   BuildConfig config_;
   std::unique_ptr<PassManager> manager_;

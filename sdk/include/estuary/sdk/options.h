@@ -21,6 +21,7 @@
 #include "estuary/frontend/model_input.h"
 #include "estuary/ge/model.h"
 #include "estuary/transforms/input_shapes.h"
+#include "estuary/transforms/precision.h"
 
 namespace estuary::sdk {
 
@@ -49,7 +50,19 @@ struct BuildConfig {
   bool debug = false;                        // dump the IR around every pass, verify after each
   std::string dump_dir = "estuary_dump";
 
+  // --- Precision (ATC's --precision_mode; estuary/transforms/precision.h) -------------------
+  PrecisionMode precision_mode = PrecisionMode::Origin;
+  std::string precision_lists;  // the mixed modes' lists; empty: configs/precision/mixed.yaml
+  std::string modify_mixlist;   // ATC's edits of the lists
+  std::string keep_dtype;       // ATC's file of nodes that keep their model's dtypes
+  // Build a 16-bit mode even where the device has no fast kernels for it (they then convert
+  // to f32 and back around every op: slower than f32, for checking accuracy only).
+  bool allow_slow_precision = false;
+
   // --- Backend -----------------------------------------------------------------------------
+  // The device to build for and run on (ge::deviceNames()): "cpu", or "reference", plain
+  // kernels in f32/f64 to check results against.
+  std::string device = "cpu";
   // Threads, epilogue fusion, layout, resource limits (estuary/ge/model.h). Its dim_ranges
   // are filled from input_ranges by the build.
   ge::BuildOptions backend;
