@@ -65,8 +65,10 @@ OpSchema addRmsNormSchema() {
       .output("x_sum", "T")
       .attr("epsilon", AttrKind::Float, kDefaultEpsilon)
       .attr("axis", AttrKind::Int, -1)
-      .typeConstraint("T", floatTypes())
-      .typeConstraint("V", floatTypes())
+      // f32 only: the fusion makes it from f32 graphs and its one kernel is f32, so a precision
+      // mode that moves the graph to 16 bits keeps it in f32 rather than leaving it unrunnable.
+      .typeConstraint("T", {DType::F32})
+      .typeConstraint("V", {DType::F32})
       .inference(inferAddRmsNorm);
 }
 

@@ -258,7 +258,7 @@ class PrecisionRewrite {
 
   // The dtype the node computes in; Undefined keeps its model's dtypes.
   DType choose(const Node& node, const OpSchema& schema, const std::vector<std::string>& vars) const {
-    if (listed(lists_.keep_nodes, node)) return DType::Undefined;
+    if (mode_ == PrecisionMode::Origin || listed(lists_.keep_nodes, node)) return DType::Undefined;
     DType wanted = DType::F32;
     if (mode_ == PrecisionMode::Bf16 || mode_ == PrecisionMode::Fp16) {
       wanted = low_;
