@@ -260,11 +260,12 @@ TEST(ReferenceReductionVsCpu, EmptyReductions) {
   }
 }
 
-// Only the reductions whose elementwise step is the identity: the CPU device copies the input
-// for every op, where ReduceL1, ReduceL2, ReduceSumSquare and ReduceLogSum must still take
-// |x|, |x|, x^2 and log x (the spec's noop_with_empty_axes; see NoopWithEmptyAxesKeepsTheElementwiseStep).
+// Every reduction, ReduceL1, ReduceL2, ReduceSumSquare and ReduceLogSum taking |x|, |x|, x^2
+// and log x of each element (the spec's noop_with_empty_axes; see
+// NoopWithEmptyAxesKeepsTheElementwiseStep).
 TEST(ReferenceReductionVsCpu, NoopWithEmptyAxes) {
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceLogSumExp"}) {
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceLogSumExp", "ReduceL1",
+                         "ReduceL2", "ReduceSumSquare", "ReduceLogSum"}) {
     TestTensor x = reduceInput(op, DType::F32, {3, 4}, 26);
     std::string body = std::string("  %y = ") + op + "(%x) {noop_with_empty_axes = 1}\n";
     expectAgreement(graphText({{"x", &x}}, body, "%y"), {x}, 1e-6, 1e-6, std::string(op) + " noop_with_empty_axes");

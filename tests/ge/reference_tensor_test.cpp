@@ -565,6 +565,12 @@ TEST(ReferenceTensorScatter, MaxAndMinPropagateNaN) {
     RunResult result = runReference(graphText({{"d", &data}, {"i", &indices}, {"u", &updates}}, scatterBody("ScatterND", reduction), "%y"),
                                     {data, indices, updates}, "ScatterND");
     expectEqual(result.outputs[0], tensorOf(DType::F32, {3}, {NAN, NAN, last}), reduction);
+    expectSameAsCpu(graphText({{"d", &data}, {"i", &indices}, {"u", &updates}}, scatterBody("ScatterND", reduction), "%y"),
+                    {data, indices, updates}, "ScatterND", std::string("NaN ScatterND ") + reduction);
+    TestTensor flat_indices = tensorOf(DType::I64, {3}, {0, 1, 2});
+    expectSameAsCpu(
+        graphText({{"d", &data}, {"i", &flat_indices}, {"u", &updates}}, scatterBody("ScatterElements", reduction), "%y"),
+        {data, flat_indices, updates}, "ScatterElements", std::string("NaN ScatterElements ") + reduction);
   }
 }
 

@@ -306,8 +306,9 @@ inline void combine(S& target, S update) {
     decltype(a) result;
     if constexpr (R == ScatterReduction::Add) result = a + b;
     if constexpr (R == ScatterReduction::Mul) result = a * b;
-    if constexpr (R == ScatterReduction::Max) result = b > a ? b : a;
-    if constexpr (R == ScatterReduction::Min) result = b < a ? b : a;
+    // NaN wins from either side, as np.maximum / np.minimum (ONNX's reference) have it.
+    if constexpr (R == ScatterReduction::Max) result = (b > a || b != b) ? b : a;
+    if constexpr (R == ScatterReduction::Min) result = (b < a || b != b) ? b : a;
     target = storeAs<S>(result);
   }
 }

@@ -337,10 +337,13 @@ std::unique_ptr<Kernel> reduce(const KernelBuildContext& context) {
     }
     for (int64_t i = 0; i < constant->numElements(); ++i) axes.push_back(elementAsInt(constant->dtype(), constant->data(), i));
   }
-  if (axes.empty() && context.intAttr("noop_with_empty_axes") != 0) {
-    return std::make_unique<ReduceNoopKernel>(in.byteSize());
-  }
-  std::vector<bool> reduce(in.rank, axes.empty());
+  // noop_with_empty_axes reduces over no axis: each element alone, which leaves it as it is,
+  // but L1, L2, SumSquare and LogSum still take |x|, |x|, x^2 and log x of it.
+  const bool over_no_axis = axes.empty() && context.intAttr("noop_with_empty_axes") != 0;
+  constexpr bool kAloneIsIdentity =
+      Op != ReduceOp::L1 && Op != ReduceOp::L2 && Op != ReduceOp::SumSquare && Op != ReduceOp::LogSum;
+  if (over_no_axis && kAloneIsIdentity) return std::make_unique<ReduceNoopKernel>(in.byteSize());
+  std::vector<bool> reduce(in.rank, axes.empty() && !over_no_axis);
   for (int64_t axis : axes) reduce[normalizedAxis(context, axis, in.rank, "an axis in 'axes'")] = true;
   ReduceView view = reduceView(in, reduce);
   std::unique_ptr<Kernel> kernel;
