@@ -102,7 +102,8 @@ std::vector<OptionDecl> precisionOptionDecls() {
   return {
       {"precision-mode", "MODE",
        std::string("which float computations run in 16 bits: ") + precisionModeSpellings() +
-           "; origin keeps the model's dtypes, fp32 raises 16-bit ones, the mixed modes follow --precision-lists",
+           "; origin keeps the model's dtypes, fp32 raises 16-bit ones, the mixed modes follow --precision-lists, "
+           "fp64 computes every float in f64 (a slow reference)",
        "origin"},
       {"precision-lists", "FILE", "the mixed modes' op lists (default: configs/precision/mixed.yaml; copy and edit it)",
        ""},

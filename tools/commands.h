@@ -25,7 +25,8 @@ int runBuild(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runBench(const std::vector<std::string>& args);
 int runConvert(const std::vector<std::string>& args);
-int runServe(const std::vector<std::string>& args);  // python -m estuary.serve
+int runServe(const std::vector<std::string>& args);    // python -m estuary.serve
+int runCompare(const std::vector<std::string>& args);  // python -m estuary.compare
 
 // Shared by build, run, bench and convert (defined in build.cpp).
 

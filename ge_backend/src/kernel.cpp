@@ -1,6 +1,7 @@
 #include "estuary/ge/kernel.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "estuary/ge/device.h"
 #include "estuary/ops/schema.h"
@@ -38,6 +39,29 @@ int channelBlock(Layout layout) {
     case Layout::Blocked8: return 8;
     case Layout::Blocked16: return 16;
     default: return 1;
+  }
+}
+
+void copyToPlain(const TensorDesc& desc, const void* stored, void* plain) {
+  const size_t element = dtypeSize(desc.dtype);
+  if (desc.layout == Layout::Plain || desc.rank < 3) {
+    std::memcpy(plain, stored, static_cast<size_t>(desc.numElements()) * element);
+    return;
+  }
+  const int64_t batch = desc.dims[0], channels = desc.dims[1], spatial = desc.numElements() / std::max<int64_t>(1, batch * channels);
+  const int64_t block = channelBlock(desc.layout);
+  const int64_t blocks = (channels + block - 1) / block;
+  const auto* from = static_cast<const std::byte*>(stored);
+  auto* to = static_cast<std::byte*>(plain);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t s = 0; s < spatial; ++s) {
+        const int64_t source = desc.layout == Layout::ChannelsLast ? (n * spatial + s) * channels + c
+                                                                   : ((n * blocks + c / block) * spatial + s) * block + c % block;
+        std::memcpy(to + static_cast<size_t>((n * channels + c) * spatial + s) * element,
+                    from + static_cast<size_t>(source) * element, element);
+      }
+    }
   }
 }
 

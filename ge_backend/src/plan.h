@@ -28,6 +28,7 @@ struct Step {
   uint32_t num_outputs = 0;
   size_t scratch_offset = 0;
   std::string label;  // "node 'conv1' (Conv) -> onednn:conv"
+  const Node* node = nullptr;  // in Plan::graph; nullptr for the copies into outputs
 };
 
 // A graph output planned at an upper bound (data_dependent.h): its actual length along
@@ -70,10 +71,14 @@ class PlanState {
   void execute(const void* const* inputs, void* const* outputs, int threads, DeviceRunState* device);
   // With profiling on, execute() adds each step's time to its entry in stepSeconds().
   void setProfiling(bool on);
+  // With an observer, execute() shows it each step's results (RunContext::setObserver).
+  void setObserver(const ValueObserver* observer) { observer_ = observer; }
   const std::vector<double>& stepSeconds() const { return step_seconds_; }
   uint64_t profiledRuns() const { return profiled_runs_; }
 
  private:
+  void observe(const Step& step, void* const* outputs);
+
   const Plan& plan_;
   std::byte* arena_ = nullptr;
   std::vector<std::unique_ptr<KernelState>> kernel_states_;
@@ -81,6 +86,8 @@ class PlanState {
   bool profiling_ = false;
   std::vector<double> step_seconds_;
   uint64_t profiled_runs_ = 0;
+  const ValueObserver* observer_ = nullptr;
+  std::vector<std::byte> plain_copy_;  // an observed result in a blocked layout, made row-major
 };
 
 // The constant a value holds when a Constant node produces it, else nullptr.

@@ -335,6 +335,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     std::vector<TensorDesc> descs; // per input, then per output
     int64_t scratch = -1;
     std::string label;
+    const Node* node = nullptr;
   };
   std::vector<PendingStep> steps;
   steps.reserve(end_step);
@@ -360,6 +361,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     KernelBuildContext context = contextFor(*node, device, num_threads, layoutsOf(node->inputs(), layouts),
                                             layoutsOf(node->outputs(), layouts));
     PendingStep entry;
+    entry.node = node;
     entry.kernel = device.kernels().create(context);
     entry.label = node->describe() + " -> " + entry.kernel->name();
     for (size_t i = 0; i < context.numInputs(); ++i) entry.descs.push_back(context.input(i));
@@ -488,6 +490,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     for (size_t k = 0; k < entry.descs.size(); ++k) plan->slots[step.first_slot + k].desc = entry.descs[k];
     step.scratch_offset = entry.scratch < 0 ? 0 : slotOf(entry.scratch).offset;
     step.label = std::move(entry.label);
+    step.node = entry.node;
     plan->steps.push_back(std::move(step));
   }
   ++report.plans_built;

@@ -57,6 +57,7 @@ void RunContext::bind(const std::vector<HostTensor>& inputs) {
   plan_state_ = std::make_unique<PlanState>(*plan_);
   plan_state_->place(static_cast<std::byte*>(arena_));
   plan_state_->setProfiling(profiling_);
+  plan_state_->setObserver(observer_ ? &observer_ : nullptr);
   owned_outputs_.assign(plan_->output_descs.size(), {});
   output_views_.clear();
   for (const TensorDesc& desc : plan_->output_descs) output_views_.push_back(HostTensor::of(desc, nullptr));
@@ -97,8 +98,22 @@ void PlanState::execute(const void* const* inputs, void* const* outputs, int thr
       step_seconds_[s] += std::chrono::duration<double>(finished - started).count();
       started = finished;
     }
+    if (observer_ && step.node) observe(step, slots + step.num_inputs);
   }
   if (profiling_) ++profiled_runs_;
+}
+
+void PlanState::observe(const Step& step, void* const* outputs) {
+  for (uint32_t o = 0; o < step.num_outputs; ++o) {
+    const TensorDesc& stored = plan_.slots[step.first_slot + step.num_inputs + o].desc;
+    HostTensor tensor = HostTensor::of(stored, outputs[o]);
+    if (stored.layout != Layout::Plain) {
+      plain_copy_.resize(static_cast<size_t>(stored.numElements()) * dtypeSize(stored.dtype));
+      copyToPlain(stored, outputs[o], plain_copy_.data());
+      tensor.data = plain_copy_.data();
+    }
+    (*observer_)(ObservedValue{*step.node, o, tensor});
+  }
 }
 
 void PlanState::setProfiling(bool on) {
@@ -166,6 +181,11 @@ void RunContext::run(const std::vector<HostTensor>& inputs, const std::vector<Ho
 void RunContext::setProfiling(bool on) {
   profiling_ = on;
   if (plan_state_) plan_state_->setProfiling(on);
+}
+
+void RunContext::setObserver(ValueObserver observer) {
+  observer_ = std::move(observer);
+  if (plan_state_) plan_state_->setObserver(observer_ ? &observer_ : nullptr);
 }
 
 std::vector<StepProfile> RunContext::profile() const {

@@ -35,8 +35,8 @@ def _check_cpu(arch="@ESTUARY_CPU_ARCH@"):
 _check_cpu()
 
 from ._estuary import (EstuaryError, Graph, InputTypeError, InputValueError, Model, NodeContext, ResourceLimitError,
-                       UnsupportedOpsError, Value, convert, default_limits, load_plugin)
+                       UnsupportedOpsError, Value, convert, default_limits, load_plugin, precision_modes)
 
 __all__ = ["EstuaryError", "Graph", "InputTypeError", "InputValueError", "Model", "NodeContext", "ResourceLimitError",
-           "UnsupportedOpsError", "Value", "convert", "default_limits", "load_plugin"]
+           "UnsupportedOpsError", "Value", "convert", "default_limits", "load_plugin", "precision_modes"]
 __version__ = "0.1.0"

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "estuary/frontend/frontend.h"
@@ -22,6 +23,7 @@
 #include "estuary/text/parser.h"
 #include "estuary/text/printer.h"
 #include "estuary/transforms/input_shapes.h"
+#include "estuary/transforms/precision.h"
 #include "frontend_bindings.h"
 #include "conversions.h"
 #include "tensorflow_bindings.h"
@@ -53,8 +55,72 @@ class Model {
   }
 
   py::list run(const py::object& feeds) {
+    std::vector<py::array> arrays;
+    std::vector<sdk::NamedTensor> tensors = inputTensors(feeds, arrays);
+    std::vector<sdk::NamedTensor> outputs;
+    {
+      py::gil_scoped_release release;
+      outputs = session_->runGraph(kGraphId, tensors);
+    }
+    // Each array keeps the session's buffer alive (an output of data-dependent length, NonZero,
+    // comes back with its actual dims, its values at the buffer's start).
+    py::list results;
+    for (sdk::NamedTensor& output : outputs) {
+      auto* storage = new std::shared_ptr<void>(std::move(output.storage));
+      py::capsule owner(storage, [](void* kept) { delete static_cast<std::shared_ptr<void>*>(kept); });
+      const ge::TensorDesc desc = output.tensor.desc();
+      results.append(py::array(numpyDtype(desc.dtype), desc.dimVector(), output.tensor.data, owner));
+    }
+    return results;
+  }
+
+  // A run on a context of its own that calls observer(info, array) after every step with each
+  // result: info = {"node", "op", "value", "inputs": [value names]}, array a copy.
+  py::list runObserved(const py::object& feeds, const py::function& observer) {
+    std::vector<py::array> arrays;
+    std::vector<sdk::NamedTensor> tensors = inputTensors(feeds, arrays);
+    std::vector<ge::HostTensor> inputs;
+    for (const sdk::NamedTensor& tensor : tensors) inputs.push_back(tensor.tensor);
+    std::unique_ptr<ge::RunContext> context = model_->createContext();
+    context->setObserver([&observer](const ge::ObservedValue& seen) {
+      py::dict info;
+      info["node"] = seen.node.name();
+      info["op"] = seen.node.qualifiedOpType();
+      info["value"] = seen.node.output(seen.output)->name();
+      py::list input_names;
+      for (const Value* input : seen.node.inputs()) input_names.append(input ? input->name() : std::string());
+      info["inputs"] = input_names;
+      const ge::TensorDesc desc = seen.tensor.desc();
+      py::array copy(numpyDtype(desc.dtype), desc.dimVector());
+      std::memcpy(copy.mutable_data(), seen.tensor.data, desc.byteSize());
+      observer(info, copy);
+    });
+    py::list results;
+    for (const ge::HostTensor& output : context->run(inputs)) {
+      py::array copy(numpyDtype(output.dtype), output.desc().dimVector());
+      std::memcpy(copy.mutable_data(), output.data, output.desc().byteSize());
+      results.append(copy);
+    }
+    return results;
+  }
+
+  py::list inputs() const {
+    py::list list;
+    for (const ge::IoInfo& info : model_->inputs()) list.append(ioInfo(info));
+    return list;
+  }
+  py::list outputs() const {
+    py::list list;
+    for (const ge::IoInfo& info : model_->outputs()) list.append(ioInfo(info));
+    return list;
+  }
+  const ge::CompiledModel& compiled() const { return *model_; }
+
+  // The feeds (a dict by name or a list in input order) as the model's input tensors; `arrays`
+  // keeps the arrays they point into.
+  std::vector<sdk::NamedTensor> inputTensors(const py::object& feeds, std::vector<py::array>& arrays) const {
     const auto& inputs = model_->inputs();
-    std::vector<py::array> arrays(inputs.size());
+    arrays.assign(inputs.size(), py::array());
     if (py::isinstance<py::dict>(feeds)) {
       py::dict dict = feeds.cast<py::dict>();
       std::vector<bool> given(inputs.size(), false);
@@ -97,34 +163,8 @@ class Model {
       tensors[i] = {inputs[i].name,
                     ge::HostTensor::of(ge::TensorDesc::of(want, dims), const_cast<void*>(arrays[i].data())), nullptr};
     }
-    std::vector<sdk::NamedTensor> outputs;
-    {
-      py::gil_scoped_release release;
-      outputs = session_->runGraph(kGraphId, tensors);
-    }
-    // Each array keeps the session's buffer alive (an output of data-dependent length, NonZero,
-    // comes back with its actual dims, its values at the buffer's start).
-    py::list results;
-    for (sdk::NamedTensor& output : outputs) {
-      auto* storage = new std::shared_ptr<void>(std::move(output.storage));
-      py::capsule owner(storage, [](void* kept) { delete static_cast<std::shared_ptr<void>*>(kept); });
-      const ge::TensorDesc desc = output.tensor.desc();
-      results.append(py::array(numpyDtype(desc.dtype), desc.dimVector(), output.tensor.data, owner));
-    }
-    return results;
+    return tensors;
   }
-
-  py::list inputs() const {
-    py::list list;
-    for (const ge::IoInfo& info : model_->inputs()) list.append(ioInfo(info));
-    return list;
-  }
-  py::list outputs() const {
-    py::list list;
-    for (const ge::IoInfo& info : model_->outputs()) list.append(ioInfo(info));
-    return list;
-  }
-  const ge::CompiledModel& compiled() const { return *model_; }
 
  private:
   static constexpr sdk::GraphId kGraphId = 0;
@@ -299,6 +339,16 @@ PYBIND11_MODULE(_estuary, m) {
       PyErr_SetString(resource_limit_type, "out of memory");
     }
   });
+  m.def(
+      "precision_modes",
+      [] {
+        py::dict modes;
+        for (std::string_view spelling : precisionModeSpellingList()) {
+          modes[py::str(std::string(spelling))] = precisionModeName(*parsePrecisionMode(spelling));
+        }
+        return modes;
+      },
+      "Every spelling precision_mode takes (Estuary's and ATC's), each with the mode's name.");
   m.def("default_limits", [] { return python::limitsDict(ResourceLimits::forThisMachine()); },
         "This machine's resource limits, in bytes (tensor, plan, run) and plans per model: what\n"
         "`limits` starts from.");
@@ -403,13 +453,14 @@ PYBIND11_MODULE(_estuary, m) {
 
   py::class_<Model>(m, "Model", "A graph built by the GE backend for a device (the CPU unless told), ready to run.")
       .def(py::init([](const py::object& source, int threads, const std::string& device, const py::object& limits,
-                       const py::object& input_shapes,
+                       const py::object& input_shapes, const std::map<std::string, std::string>& options,
                        const std::optional<std::string>& framework,
                        const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs, const std::optional<std::string>& signature,
                        const std::vector<std::string>& outputs, const std::map<std::string, std::string>& keys,
                        const py::object& extensions) {
              python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
              sdk::BuildConfig config = load.config();
+             for (const auto& [key, value] : options) config.set(key, value);
              python::setInputShapes(config, input_shapes);
              config.set("device", device);
              config.backend.num_threads = threads;
@@ -425,15 +476,21 @@ PYBIND11_MODULE(_estuary, m) {
              return Model(sdk::openModel(input, config));
            }),
            py::arg("source"), py::arg("threads") = 0, py::kw_only(), py::arg("device") = "cpu", py::arg("limits") = py::none(),
-           py::arg("input_shapes") = py::none(), ESTUARY_LOAD_KWARGS,
+           py::arg("input_shapes") = py::none(), py::arg("options") = std::map<std::string, std::string>{},
+           ESTUARY_LOAD_KWARGS,
            (std::string("Loads an offline model (.eom), builds an IR file (.est, .estir) or a Graph, or\n"
                         "converts a framework's model (a file, a directory, or a list of paths) with the O2\n"
                         "pipeline. threads=0 uses every core; device, limits and input_shapes as estuary.convert\n"
-                        "takes them.\n") +
+                        "takes them; options: more build options by key (the SDK's BuildConfig keys), e.g.\n"
+                        "{'precision_mode': 'bf16'}.\n") +
             python::kLoadKwargsDoc).c_str())
       .def("run", &Model::run, py::arg("inputs"),
            "Runs with a dict name -> array or a list in input order; returns the outputs as a list.\n"
            "C-contiguous inputs of the right dtype are read in place; outputs are written in place.")
+      .def("run_observed", &Model::runObserved, py::arg("inputs"), py::arg("observer"),
+           "Runs as run() does, and calls observer(info, array) after every step of the plan with each\n"
+           "result it computed: info = {'node', 'op', 'value', 'inputs': [value names]}, array a copy in\n"
+           "row-major order. What `estuary compare` measures; slower than run().")
       .def_property_readonly("inputs", &Model::inputs)
       .def_property_readonly("outputs", &Model::outputs)
       .def_property_readonly("num_threads", [](const Model& model) { return model.compiled().numThreads(); })

@@ -192,8 +192,9 @@ void dumpGraph(const Graph& graph, const std::string& path, const std::string& t
 // states, in graph order (the session's lean form: no names to match per call).
 class CompiledGraph {
  public:
-  CompiledGraph(const Graph& graph, int threads) {
-    sdk::BuildConfig config;
+  // `options`: more build options by key (sdk::BuildConfig), such as precision_mode.
+  CompiledGraph(const Graph& graph, int threads, const std::map<std::string, std::string>& options) {
+    sdk::BuildConfig config = sdk::BuildConfig::fromMap(options);
     config.pipeline.clear();  // optimized already, by the caller's pipeline
     config.backend.num_threads = threads;
     py::gil_scoped_release release;
@@ -373,7 +374,8 @@ void registerTorchBindings(py::module_& parent) {
   m.def("dump", &dumpGraph, py::arg("graph"), py::arg("path"), py::arg("title"),
         "Writes the graph's text form, large weights elided.");
   py::class_<CompiledGraph>(m, "CompiledGraph", "A graph built by the GE backend, run on torch tensors' memory.")
-      .def(py::init<const Graph&, int>(), py::arg("graph"), py::arg("threads") = 0)
+      .def(py::init<const Graph&, int, const std::map<std::string, std::string>&>(), py::arg("graph"),
+           py::arg("threads") = 0, py::arg("options") = std::map<std::string, std::string>{})
       .def("output_specs", &CompiledGraph::outputSpecs, py::arg("input_addresses"), py::arg("input_shapes"))
       .def("run", &CompiledGraph::run, py::arg("input_addresses"), py::arg("input_shapes"),
            py::arg("output_addresses"), py::arg("output_shapes"))

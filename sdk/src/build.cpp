@@ -138,8 +138,11 @@ void Conversion::setPrecision() {
   PrecisionLists lists = precisionListsFor(mode, config_.precision_lists, config_.modify_mixlist, config_.keep_dtype);
   inferShapes(graph, OpRegistry::global());
   PrecisionStats stats = applyPrecision(graph, mode, lists);
-  const std::string low = lowDType(mode) == DType::Undefined ? "16 bits" : std::string(dtypeName(lowDType(mode)));
-  const std::string summary = std::string(precisionModeName(mode)) + ": " + std::to_string(stats.low_nodes) +
+  const std::string low = mode == PrecisionMode::Fp64                ? "f64"
+                          : lowDType(mode) == DType::Undefined ? "16 bits"
+                                                               : std::string(dtypeName(lowDType(mode)));
+  const size_t moved = mode == PrecisionMode::Fp64 ? stats.f64_nodes : stats.low_nodes;
+  const std::string summary = std::string(precisionModeName(mode)) + ": " + std::to_string(moved) +
                               " nodes in " + low + ", " + std::to_string(stats.f32_nodes) + " in f32, " +
                               std::to_string(stats.casts_inserted) + " casts (" +
                               std::to_string(stats.casts_cancelled) + " cancelled), " +

@@ -129,7 +129,7 @@ TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
   }
 }
 
-// bf16 products run on AMX tiles where the CPU has them (this machine does); f16, which
+// bf16 products run on AMX tiles where the CPU has them; f16, which
 // oneDNN 2.6 cannot compute here, is converted to f32 around the f32 primitive.
 TEST(MatMulKernels, SixteenBitTypesUseTheBestOnednnPath) {
   const bool amx = cpuDevice().isa().find("amx") != std::string::npos;
@@ -145,7 +145,9 @@ TEST(MatMulKernels, SixteenBitTypesUseTheBestOnednnPath) {
   RunResult conv = runGraph("graph @g(%x: bf16[1,32,8,8]) {\n" + constantLine("w", w) +
                                 "  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]} : bf16[1,32,8,8]\n  return %y\n}",
                             {x});
-  EXPECT_TRUE(usesKernel(conv, "onednn:conv")) << conv.kernels[0];
+  // oneDNN 2.6 has bf16 convolutions from AVX-512 on; elsewhere Estuary's own kernel takes them.
+  const bool avx512 = cpuDevice().isa().rfind("avx512", 0) == 0;
+  EXPECT_TRUE(usesKernel(conv, avx512 ? "onednn:conv" : "cpu:conv")) << conv.kernels[0];
   if (amx) {
     EXPECT_NE(conv.kernels[0].find("amx"), std::string::npos) << conv.kernels[0];
   }

@@ -32,6 +32,7 @@ constexpr Spelling kSpellings[] = {
     {"fp16", PrecisionMode::Fp16},
     {"mixed-bf16", PrecisionMode::MixedBf16},
     {"mixed-fp16", PrecisionMode::MixedFp16},
+    {"fp64", PrecisionMode::Fp64},
     {"must_keep_origin_dtype", PrecisionMode::Origin},
     {"force_fp32", PrecisionMode::Fp32},
     {"allow_fp32_to_bf16", PrecisionMode::Bf16},
@@ -59,9 +60,15 @@ const char* precisionModeName(PrecisionMode mode) {
 }
 
 const char* precisionModeSpellings() {
-  return "origin, fp32, bf16, fp16, mixed-bf16, mixed-fp16 (ATC's must_keep_origin_dtype, force_fp32, "
+  return "origin, fp32, bf16, fp16, mixed-bf16, mixed-fp16, fp64 (ATC's must_keep_origin_dtype, force_fp32, "
          "allow_fp32_to_bf16, allow_fp32_to_fp16, force_fp16, allow_mix_precision_bf16, allow_mix_precision, "
          "allow_mix_precision_fp16)";
+}
+
+std::vector<std::string_view> precisionModeSpellingList() {
+  std::vector<std::string_view> spellings;
+  for (const Spelling& spelling : kSpellings) spellings.push_back(spelling.text);
+  return spellings;
 }
 
 DType lowDType(PrecisionMode mode) {
@@ -197,7 +204,8 @@ void storeFloat(DType dtype, void* data, int64_t i, float value) {
     case DType::F32: static_cast<float*>(data)[i] = value; return;
     case DType::F16: static_cast<Float16*>(data)[i] = static_cast<Float16>(value); return;
     case DType::BF16: static_cast<BFloat16*>(data)[i] = toBFloat16(value); return;
-    default: raise("not a 32- or 16-bit float: ", dtypeName(dtype));
+    case DType::F64: static_cast<double*>(data)[i] = value; return;  // exact: every float is a double
+    default: raise("not a float: ", dtypeName(dtype));
   }
 }
 
@@ -239,13 +247,14 @@ class PrecisionRewrite {
   }
 
   // The type variables through which `node` computes on floats: shared by an input and an
-  // output, and bound to a 32- or 16-bit float now.
-  static std::vector<std::string> computeVars(const Node& node, const OpSchema& schema) {
+  // output, and bound to a 32- or 16-bit float in the model (an input this pass already moved
+  // to f64 counts as what it was).
+  std::vector<std::string> computeVars(const Node& node, const OpSchema& schema) const {
     std::vector<std::string> vars;
     for (size_t i = 0; i < node.numInputs(); ++i) {
       const OperandSpec* spec = schema.inputSpec(i);
       const Value* input = node.input(i);
-      if (!spec || !input || !isComputeFloat(input->dtype()) || !schema.findTypeConstraint(spec->type_var)) continue;
+      if (!spec || !input || !isComputeFloat(originalOf(input)) || !schema.findTypeConstraint(spec->type_var)) continue;
       bool in_output = false;
       for (size_t o = 0; o < node.numOutputs(); ++o) {
         const OperandSpec* out = schema.outputSpec(o);
@@ -260,7 +269,9 @@ class PrecisionRewrite {
   DType choose(const Node& node, const OpSchema& schema, const std::vector<std::string>& vars) const {
     if (mode_ == PrecisionMode::Origin || listed(lists_.keep_nodes, node)) return DType::Undefined;
     DType wanted = DType::F32;
-    if (mode_ == PrecisionMode::Bf16 || mode_ == PrecisionMode::Fp16) {
+    if (mode_ == PrecisionMode::Fp64) {
+      wanted = DType::F64;
+    } else if (mode_ == PrecisionMode::Bf16 || mode_ == PrecisionMode::Fp16) {
       wanted = low_;
     } else if (mode_ == PrecisionMode::MixedBf16 || mode_ == PrecisionMode::MixedFp16) {
       const std::string op = node.qualifiedOpType();
@@ -309,7 +320,7 @@ class PrecisionRewrite {
       Value* input = node.input(i);
       if (!input) continue;
       DType wanted = originalOf(input);
-      if (target != DType::Undefined && computes(schema->inputSpec(i)) && isComputeFloat(input->dtype())) wanted = target;
+      if (target != DType::Undefined && computes(schema->inputSpec(i)) && isComputeFloat(originalOf(input))) wanted = target;
       if (node.is("Cast")) wanted = input->dtype();
       if (input->dtype() != wanted) node.setInput(i, as(input, wanted));
     }
@@ -326,7 +337,7 @@ class PrecisionRewrite {
       const std::vector<Use>& uses = output->uses();
       if (std::any_of(uses.begin(), uses.end(), inSubgraph)) output->replaceUsesWithIf(as(output, had), inSubgraph);
     }
-    ++(target == DType::F32 ? stats_.f32_nodes : stats_.low_nodes);
+    ++(target == DType::F64 ? stats_.f64_nodes : target == DType::F32 ? stats_.f32_nodes : stats_.low_nodes);
   }
 
   // `value` in `dtype`: a constant converted once, else a Cast placed right after the value is
@@ -337,7 +348,8 @@ class PrecisionRewrite {
     Node* producer = value->producer();
     Node* position = producer ? producer->next() : graph_.firstNode();
     Node* node = nullptr;
-    if (producer && producer->is("Constant") && isComputeFloat(value->dtype()) && isComputeFloat(dtype)) {
+    if (producer && producer->is("Constant") && isComputeFloat(value->dtype()) &&
+        (isComputeFloat(dtype) || dtype == DType::F64)) {
       node = graph_.createNodeBefore(position, "Constant", {});
       node->setAttr("value", convert(producer->attr("value")->asTensor(), dtype));
       ++stats_.weights_converted;

@@ -7,6 +7,8 @@ says so, never silently ignored.
 import dataclasses
 from typing import Optional
 
+from .. import _estuary
+
 MODES = ("ge", "fx")
 FALLBACKS = ("eager", "error")
 
@@ -19,6 +21,10 @@ _GE_ONLY = {
     "fallback": "fx mode runs every op with PyTorch's kernels; nothing needs a fallback",
     "extensions": "conversion extensions translate FX nodes into Estuary's IR, which only graph-engine mode builds",
     "plugins": "plugins bring translations, ops and kernels for the IR graph-engine mode builds",
+    "precision_mode": "it chooses the dtypes of the IR graph the GE backend builds; fx mode runs PyTorch's "
+                      "kernels in the graph's own dtypes",
+    "allow_slow_precision": "it lets the GE backend build a 16-bit precision_mode",
+    "compare": "it compares the GE backend's values with eager PyTorch's; fx mode's values are PyTorch's",
 }
 _FX_ONLY = {
     "inplace_pass": "it rewrites the FX graph PyTorch runs; graph-engine mode plans memory in place itself",
@@ -46,6 +52,14 @@ class CompilerConfig:
         op's "mylib.my_op.default"), see docs/frontends.md (ge).
     plugins: plugins to load before translating (names or paths), e.g. one registering
         conversion extensions and kernels for custom ops (ge).
+    precision_mode: the dtypes every graph is built with, as estuary.convert takes it: 'origin'
+        (the graph's own dtypes), 'fp32', 'bf16', 'fp16', 'mixed-bf16', 'mixed-fp16', 'fp64',
+        or ATC's names (ge).
+    allow_slow_precision: build a 16-bit precision_mode even where the CPU has no fast kernels
+        for it, to check accuracy (ge).
+    compare: on the first call of each compiled graph, compare every value it computes with
+        eager PyTorch's and write a report (JSON, CSV, text table, and a PNG plot when
+        matplotlib is installed) to <debug_dir or ./estuary_debug>/estuary/.../compare/ (ge).
     inplace_pass, input_inplace_pass, pattern_fusion_pass: npugraph_ex's FX passes (fx).
     debug_dir: where to write graph dumps; TORCH_COMPILE_DEBUG=1 writes them under PyTorch's
         debug directory too (both modes).
@@ -59,6 +73,9 @@ class CompilerConfig:
     fallback: Optional[str] = None
     extensions: Optional[dict] = None
     plugins: Optional[list] = None
+    precision_mode: Optional[str] = None
+    allow_slow_precision: Optional[bool] = None
+    compare: Optional[bool] = None
     inplace_pass: Optional[bool] = None
     input_inplace_pass: Optional[bool] = None
     pattern_fusion_pass: Optional[bool] = None
@@ -88,6 +105,13 @@ class CompilerConfig:
             raise ValueError(f"estuary.torch: plugins must be a list of plugin names or paths, got {self.plugins!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 0):
             raise ValueError(f"estuary.torch: threads must be an integer >= 0, got {self.threads!r}")
+        modes = _estuary.precision_modes()
+        if self.precision_mode is not None and self.precision_mode not in modes:
+            raise ValueError(f"estuary.torch: precision_mode must be one of {', '.join(modes)}, "
+                             f"got {self.precision_mode!r}")
+        for name in ("allow_slow_precision", "compare"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise ValueError(f"estuary.torch: {name} must be True or False, got {getattr(self, name)!r}")
 
     # The effective values, defaults filled in for the chosen mode.
     @property
@@ -109,6 +133,25 @@ class CompilerConfig:
     @property
     def effective_fallback(self):
         return "eager" if self.fallback is None else self.fallback
+
+    @property
+    def effective_precision_mode(self):
+        """The mode precision_mode names ('origin' for ATC's must_keep_origin_dtype)."""
+        return "origin" if self.precision_mode is None else _estuary.precision_modes()[self.precision_mode]
+
+    @property
+    def effective_compare(self):
+        return bool(self.compare)
+
+    @property
+    def build_options(self):
+        """The SDK's build options (BuildConfig keys) these options set; empty when all are defaults."""
+        options = {}
+        if self.effective_precision_mode != "origin":
+            options["precision_mode"] = self.effective_precision_mode
+        if self.allow_slow_precision:
+            options["allow_slow_precision"] = "true"
+        return options
 
     def fx_pass_enabled(self, name):
         value = getattr(self, name)

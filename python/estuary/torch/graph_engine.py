@@ -15,7 +15,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .._estuary import EstuaryError, UnsupportedOpsError, load_plugin
 from .._estuary import fx as _fx
-from . import describe, patterns
+from . import describe, eager_compare, patterns
 from .debug import DebugDump
 
 
@@ -114,6 +114,9 @@ class GraphEngineGraph:
         self.builds = 0
         self.frozen = None      # data pointers of the parameters the builds hold
         self.eager = False
+        # compare=True: the optimized IR of the first build, until the first call compares it.
+        self.awaiting_comparison = None
+        self.compared = not config.effective_compare
 
     def _bindings(self, args):
         bindings = {symbol: int(args[i].shape[d]) for symbol, (i, d) in self.symbols.items()}
@@ -137,9 +140,30 @@ class GraphEngineGraph:
         self.debug.log(f"{self.name}: passes that changed the IR: "
                        + (", ".join(f"{p} ({c})" for p, c, _ in records if c) or "none"))
         self.debug.ir(self.name, "optimized", graph)
-        model = _fx.CompiledGraph(graph, self.config.effective_threads)
-        self.debug.log(f"{self.name}: built for {'symbolic sizes' if concrete is None else concrete}")
+        options = self.config.build_options
+        model = _fx.CompiledGraph(graph, self.config.effective_threads, options)
+        self.debug.log(f"{self.name}: built for {'symbolic sizes' if concrete is None else concrete}"
+                       + (f" with {options}" if options else ""))
+        if not self.compared:
+            self.awaiting_comparison = graph
         return model
+
+    def _compare(self, args):
+        """compare=True: this first call's values against eager PyTorch's, before the compiled run
+        (which may update inputs in place). A comparison that fails warns; the run goes on."""
+        graph, self.awaiting_comparison = self.awaiting_comparison, None
+        self.compared = True
+        try:
+            report, path = eager_compare.compare_with_eager(self.gm, graph, args, self.runtime, set(self.static),
+                                                            self.config, self.name, self.debug)
+        except (EstuaryError, TypeError, ValueError, OSError) as error:
+            warnings.warn(f"estuary: graph '{self.name}': the comparison with eager PyTorch failed: {error}")
+            self.debug.log(f"{self.name}: comparison with eager PyTorch failed: {error}")
+            return
+        summary = report.summary().replace("\n", " ")  # one line of debug.log
+        self.debug.log(f"{self.name}: compared with eager PyTorch ({path}): {summary}")
+        if not report.clean:
+            warnings.warn(f"estuary: graph '{self.name}' drifts from eager PyTorch: {summary} Report: {path}")
 
     def _fall_back(self, error):
         if self.config.effective_fallback == "error":
@@ -186,6 +210,8 @@ class GraphEngineGraph:
                 self.frozen, self.float_values = pointers, float_values
             entry[1].add(shape_key)
         model = entry[0]
+        if self.awaiting_comparison is not None:
+            self._compare(args)
         # A new shape builds its plan here; the backend's plan cache answers for the others.
         specs = model.output_specs([t.data_ptr() for t in inputs], [list(s) for s in shapes])
         if new_plan and self.debug.enabled:

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "estuary/ir/graph.h"
 #include "estuary/pass/pass.h"
@@ -27,14 +28,18 @@ enum class PrecisionMode {
   Fp16,       // the same in f16 (allow_fp32_to_fp16)
   MixedBf16,  // the lists decide (allow_mix_precision_bf16)
   MixedFp16,  // the lists decide, f16 (allow_mix_precision, allow_mix_precision_fp16)
+  Fp64,       // every float computation whose op takes f64 in f64: the reference run of
+              // `estuary compare`, and a way to see how much of an error is f32's own
 };
 
-// "origin", "fp32", "bf16", "fp16", "mixed-bf16", "mixed-fp16", or ATC's spelling of one;
+// "origin", "fp32", "bf16", "fp16", "mixed-bf16", "mixed-fp16", "fp64", or ATC's spelling of one;
 // nullopt for anything else.
 std::optional<PrecisionMode> parsePrecisionMode(std::string_view text);
 const char* precisionModeName(PrecisionMode mode);
 // Every spelling parsePrecisionMode takes, for messages and --help.
 const char* precisionModeSpellings();
+// The same as a list, Estuary's names first.
+std::vector<std::string_view> precisionModeSpellingList();
 // The 16-bit type a mode computes in, or Undefined for Origin and Fp32.
 DType lowDType(PrecisionMode mode);
 
@@ -73,6 +78,7 @@ std::string shippedPrecisionLists();
 struct PrecisionStats {
   size_t low_nodes = 0;         // nodes that compute in the 16-bit type
   size_t f32_nodes = 0;         // float nodes that compute in f32
+  size_t f64_nodes = 0;         // nodes that compute in f64 (mode fp64)
   size_t casts_inserted = 0;    // Cast nodes left in the graph by the pass
   size_t casts_cancelled = 0;   // pairs of casts that met and went, and casts to the same dtype
   size_t weights_converted = 0; // constants stored in another dtype

@@ -55,6 +55,9 @@ struct TensorDesc {
   friend bool operator!=(const TensorDesc& a, const TensorDesc& b) { return !(a == b); }
 };
 
+// Copies a tensor stored in desc.layout into row-major order (desc.numElements() elements).
+void copyToPlain(const TensorDesc& desc, const void* stored, void* plain);
+
 // Per-run-context state a kernel may need (e.g. oneDNN memory objects, a stream).
 class KernelState {
  public:

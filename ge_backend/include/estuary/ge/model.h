@@ -15,6 +15,7 @@
 // allocated for it, at build for static shapes, at the first run of a shape otherwise.
 #include <cstdint>
 #include <array>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -99,6 +100,16 @@ struct StepProfile {
   double seconds = 0;
   uint64_t runs = 0;
 };
+
+// What an observed run (RunContext::setObserver) shows after each step: a node of the plan's
+// graph and one of its results, always row-major, readable only during the call. A result
+// of data-dependent length (NonZero) inside the graph is shown at its upper bound.
+struct ObservedValue {
+  const Node& node;
+  size_t output;  // which result of the node
+  HostTensor tensor;
+};
+using ValueObserver = std::function<void(const ObservedValue&)>;
 
 struct IoInfo {
   std::string name;
@@ -204,6 +215,12 @@ class RunContext {
   // was switched on or the plan changed.
   std::vector<StepProfile> profile() const;
 
+  // Shows `observer` every result of every step of later runs, as the step computes it (what
+  // `estuary compare` measures node by node); nullptr switches it off. A result kept in a
+  // blocked layout is copied to row-major first, so an observed run is slower. An exception
+  // the observer throws ends the run and reaches the caller.
+  void setObserver(ValueObserver observer);
+
  private:
   friend class CompiledModel;
   explicit RunContext(std::shared_ptr<const CompiledModel> model);
@@ -223,6 +240,7 @@ class RunContext {
   std::vector<HostTensor> output_views_;
   std::vector<TensorDesc> produced_descs_;
   bool profiling_ = false;
+  ValueObserver observer_;
   std::vector<void*> output_pointers_;
 };
 
