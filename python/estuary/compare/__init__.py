@@ -19,40 +19,59 @@ import numpy as np
 import estuary
 
 from .metrics import measure, past_threshold, thresholds_for
-from .references import EstuaryF64, OnnxRuntime
+from .references import EstuaryF64, Framework, OnnxRuntime, find_framework_python, framework_of
 from .report import Report, Row
 
 __all__ = ["compare", "Report", "Row", "REFERENCES", "thresholds_for"]
 
-REFERENCES = ("auto", "onnxruntime", "estuary-f64")
+REFERENCES = ("auto", "onnxruntime", "framework", "estuary-f64")
 
 def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline="O2", device="cpu",
             precision_mode="origin", allow_slow_precision=False, threads=0, min_cosine=None, max_rel=None, seed=0,
-            memory_budget=256 << 20, spool_dir=None, **load_kwargs):
+            memory_budget=256 << 20, spool_dir=None, framework_python=None, **load_kwargs):
     """Converts `model` as estuary.convert does (pipeline, device, precision_mode,
     allow_slow_precision, input_shapes and the loading keywords: framework, weights, ...), runs it and the reference on the same inputs, and returns a Report.
 
     inputs: {name: array}; inputs not given are drawn at random from `seed` (floats from a
         normal distribution, integers in [0, 10), booleans), at the shapes input_shapes fixes.
-    reference: 'onnxruntime' (ONNX files), 'estuary-f64' (the model as translated, unoptimized,
-        in f64 on the reference device; any model), or 'auto': ONNX Runtime for an ONNX file,
-        else estuary-f64.
+    reference: 'onnxruntime' (ONNX files), 'framework' (TensorFlow itself for a SavedModel or
+        frozen GraphDef, in a Python of its own), 'estuary-f64' (the model as translated,
+        unoptimized, in f64 on the reference device; any model), or 'auto': ONNX Runtime for an
+        ONNX file, TensorFlow for its models when a Python with it is found, else estuary-f64.
     min_cosine, max_rel: a node past either is drifted; defaults depend on precision_mode.
-    memory_budget: the most bytes of reference tensors held at once (ONNX Runtime's batches).
+    memory_budget: the most bytes of reference tensors held at once (ONNX Runtime's and the
+        framework's batches).
     spool_dir: where Estuary's tensors wait for the reference's (a temporary folder by default;
         it needs as many bytes as the model's intermediate results).
+    framework_python: the Python that runs the framework (reference 'framework'); by default
+        ESTUARY_PYTHON_ENVS/<framework>/bin/python, else this Python when the framework is
+        installed in it.
     """
     default_cosine, default_rel = thresholds_for(precision_mode)
     min_cosine = default_cosine if min_cosine is None else min_cosine
     max_rel = default_rel if max_rel is None else max_rel
     path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
     is_onnx = path is not None and path.endswith(".onnx") and load_kwargs.get("framework") in (None, "onnx")
+    framework = framework_of(path, load_kwargs)
     if reference == "auto":
         reference = "onnxruntime" if is_onnx else "estuary-f64"
+        if framework:
+            try:
+                framework_python = find_framework_python(framework, framework_python)
+                reference = "framework"
+            except estuary.EstuaryError:
+                if framework_python:  # named, so meant: its absence is said
+                    raise
+                # no Python with the framework: Estuary's own f64 run serves
     if reference not in REFERENCES:
         raise ValueError(f"reference must be one of {', '.join(REFERENCES)}, got {reference!r}")
     if reference == "onnxruntime" and not is_onnx:
         raise ValueError(f"reference 'onnxruntime' takes an .onnx file; {model!r} is not one (use 'estuary-f64')")
+    if reference == "framework":
+        if not framework:
+            raise ValueError(f"reference 'framework' takes a TensorFlow model (a SavedModel, a frozen .pb); "
+                             f"{model!r} is not one (use 'estuary-f64')")
+        framework_python = find_framework_python(framework, framework_python)
 
     tested = estuary.convert(model, input_shapes=input_shapes, pipeline=pipeline, device=device,
                              precision_mode=precision_mode, allow_slow_precision=allow_slow_precision,
@@ -69,6 +88,9 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
             row = Row(index=len(rows), value=info["value"], estuary_node=info["node"], estuary_op=info["op"],
                       inputs=[name for name in info["inputs"] if name], shape=list(array.shape),
                       dtype=str(array.dtype))
+            if not info["value"]:  # a value the pipeline made and left unnamed: nothing to match it with
+                rows.append(row)
+                return
             file = os.path.join(spool, f"{len(rows)}.npy")
             np.save(file, array)
             spooled[info["value"]] = (row, file, array.nbytes)
@@ -79,16 +101,25 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
             if output["name"] not in spooled:  # a graph input or constant passed through
                 keep({"value": output["name"], "node": "", "op": "", "inputs": []}, array)
 
+        output_names = [output["name"] for output in tested.outputs]
+        graph_outputs = set(output_names)
+
         def check(name, expected):
             row, file, _ = spooled[name]
-            row.figures = measure(np.load(file), expected)
+            # An intermediate result may be in another axis order than the reference's under the
+            # same name (sink_transposes); an output never is, so its order is checked as it is.
+            row.figures = measure(np.load(file), expected, other_orders=name not in graph_outputs)
             row.reason = past_threshold(row.figures, min_cosine, max_rel)
 
         wanted = list(spooled)
         try:
+            sizes = {name: entry[2] for name, entry in spooled.items()}
             if reference == "onnxruntime":
                 ref = OnnxRuntime(path, threads)
-                ref.values(feeds, wanted, check, {name: entry[2] for name, entry in spooled.items()}, memory_budget)
+                ref.values(feeds, wanted, check, sizes, memory_budget)
+            elif reference == "framework":
+                ref = Framework(framework, path, load_kwargs, framework_python, threads, spool)
+                ref.values(feeds, wanted, check, sizes, memory_budget)
             else:
                 ref = EstuaryF64(model, load_kwargs, input_shapes)
                 ref.values(feeds, set(wanted), check)
@@ -98,8 +129,8 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
             raise estuary.EstuaryError(f"{model}: the reference ({reference}) failed: {error}") from error
         for row in rows:
             row.node, row.op = ref.producers.get(row.value, (row.estuary_node, row.estuary_op))
-        output_names = [output["name"] for output in tested.outputs]
-        return Report(model=str(model), reference=reference, precision_mode=precision_mode, device=device,
+        name = framework if reference == "framework" else reference
+        return Report(model=str(model), reference=name, precision_mode=precision_mode, device=device,
                       pipeline=pipeline, min_cosine=min_cosine, max_rel=max_rel, rows=rows, outputs=output_names)
 
 

@@ -17,10 +17,14 @@ def parser(prog):
                     "thresholds, 2 an error.",
         epilog="Example: %(prog)s resnet50.onnx --precision-mode bf16 --plot errors.png --json errors.json")
     p.add_argument("model", help="the model: an .onnx file, or anything `estuary convert` reads")
-    p.add_argument("--reference", default="auto", choices=["auto", "onnxruntime", "estuary-f64"],
-                   help="what to compare with: ONNX Runtime (ONNX files), or Estuary's own run of the model as "
-                        "translated, unoptimized, in f64 on the reference device (any model). auto: ONNX Runtime "
-                        "for an ONNX file, else estuary-f64")
+    p.add_argument("--reference", default="auto", choices=["auto", "onnxruntime", "framework", "estuary-f64"],
+                   help="what to compare with: ONNX Runtime (ONNX files); the framework itself, in a Python of its "
+                        "own (TensorFlow SavedModels and frozen .pb); or Estuary's own run of the model as "
+                        "translated, unoptimized, in f64 on the reference device (any model). auto: ONNX Runtime for "
+                        "an ONNX file, TensorFlow for its models when a Python with it is found, else estuary-f64")
+    p.add_argument("--framework-python", metavar="PATH",
+                   help="the Python that runs the framework for --reference framework (default: "
+                        "$ESTUARY_PYTHON_ENVS/<framework>/bin/python, else this Python if it has the framework)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
                    help="an input's data, a .npy file (repeatable); inputs not given are drawn at random")
     p.add_argument("--inputs", metavar="FILE.npz", help="inputs' data by name, an .npz file")
@@ -79,7 +83,8 @@ def main(argv=None, prog="python -m estuary.compare"):
             args.model, _load_inputs(args), reference=args.reference, input_shapes=args.input_shape,
             pipeline=args.pipeline, device=args.device, precision_mode=args.precision_mode, threads=args.threads,
             min_cosine=args.cosine, max_rel=args.max_rel, seed=args.seed, memory_budget=args.memory_budget << 20,
-            spool_dir=args.spool_dir, allow_slow_precision=args.allow_slow_precision, **load_kwargs)
+            spool_dir=args.spool_dir, allow_slow_precision=args.allow_slow_precision,
+            framework_python=args.framework_python, **load_kwargs)
     except (estuary.EstuaryError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR

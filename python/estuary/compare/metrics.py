@@ -1,19 +1,56 @@
 """How far one tensor is from its reference: the figures `estuary compare` reports per node."""
+import itertools
 import math
 
 import numpy as np
 
+# The most axes whose orders are tried when a result may be in another axis order.
+MAX_PERMUTED_AXES = 6
+# Below this cosine a result is tried in the other axis orders: one in the wrong order is
+# about uncorrelated, one in the right order agrees far better even in 16 bits.
+PERMUTED_BELOW_COSINE = 0.99
 
-def measure(tested, reference):
-    """{cosine, max_abs, max_rel, mismatched} of `tested` against `reference`, in f64.
+
+def measure(tested, reference, other_orders=False):
+    """{cosine, max_abs, max_rel, mismatched, axes} of `tested` against `reference`, in f64.
 
     max_rel is max|tested - reference| / max|reference|: the largest error relative to the
     tensor's scale, which stays finite where single elements of the reference are zero.
-    A shape difference or a NaN/inf in one but not the other makes the tensors mismatched.
+    A shape difference, or a NaN/inf in one but not the other, makes the tensors mismatched.
+
+    other_orders: the result may hold the reference's values in another axis order (the
+    pipeline's sink_transposes moves a Transpose past elementwise ops and the value keeps its
+    name: a TensorFlow Relu's NHWC result computed NCHW). When its shape differs from the
+    reference's, or its cosine is below PERMUTED_BELOW_COSINE, every axis order that gives the
+    reference's shape is measured too and the closest kept; `axes` then names it (the
+    permutation of the result's axes; None for its own order).
     """
-    if tuple(tested.shape) != tuple(reference.shape):
-        return {"cosine": None, "max_abs": None, "max_rel": None,
+    same_order = None
+    if tuple(tested.shape) == tuple(reference.shape):
+        same_order = dict(_measure(tested, reference), axes=None)
+        if not other_orders or (same_order["cosine"] is not None and same_order["cosine"] >= PERMUTED_BELOW_COSINE):
+            return same_order
+    candidates = [same_order] if same_order else []
+    if other_orders:
+        candidates += [dict(_measure(np.transpose(tested, order), reference), axes=list(order))
+                       for order in _axis_orders(tested.shape, reference.shape)]
+    if not candidates:
+        return {"cosine": None, "max_abs": None, "max_rel": None, "axes": None,
                 "mismatched": f"shape {list(tested.shape)} vs the reference's {list(reference.shape)}"}
+    # max keeps the first of equals: the result's own order when another fits no better.
+    return max(candidates, key=lambda figures: -math.inf if figures["cosine"] is None else figures["cosine"])
+
+
+def _axis_orders(shape, reference_shape):
+    """The axis orders but the identity that turn `shape` into `reference_shape`."""
+    if len(shape) != len(reference_shape) or sorted(shape) != sorted(reference_shape) or \
+            len(shape) > MAX_PERMUTED_AXES:
+        return []
+    return [order for order in itertools.permutations(range(len(shape)))
+            if [shape[axis] for axis in order] == list(reference_shape) and list(order) != sorted(order)]
+
+
+def _measure(tested, reference):
     a = np.asarray(tested, dtype=np.float64).ravel()
     b = np.asarray(reference, dtype=np.float64).ravel()
     if a.size == 0:

@@ -1,6 +1,12 @@
 """The references a converted model is compared with, each yielding (value name, array) pairs
 one at a time, so that no run needs every intermediate tensor in memory at once."""
+import importlib.util
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 
@@ -21,10 +27,12 @@ class EstuaryF64:
     def values(self, feeds, wanted, on_value):
         """Runs the reference, calling on_value(name, array) for each value in `wanted`."""
         def observe(info, array):
-            # A graph output leaves in its model's dtype, through a Cast the precision pass adds:
-            # the node that computed it is the one that made '<name>_f64'.
-            computed = info["value"] + "_f64"
-            if info["op"] == "Cast" and info["inputs"] == [computed] and computed in self.producers:
+            # A graph output leaves in its model's dtype, through a Cast the precision pass adds
+            # (unnamed): the node that computed it is the one that made the Cast's input
+            # ('<name>_f64', or the value's name before the frontend named it after the output).
+            computed = info["inputs"][0] if len(info["inputs"]) == 1 else None
+            if info["op"] == "Cast" and computed in self.producers and \
+                    (computed == info["value"] + "_f64" or not info["node"]):
                 self.producers[info["value"]] = self.producers[computed]
             else:
                 self.producers[info["value"]] = (info["node"], info["op"])
@@ -102,3 +110,104 @@ class OnnxRuntime:
         finally:
             if os.path.exists(marked_path):
                 os.remove(marked_path)
+
+
+# The frameworks that can be a reference, by the name of their environment (ESTUARY_PYTHON_ENVS/<name>):
+# the module that shows they are installed, and their runner, beside this file.
+FRAMEWORKS = {
+    "tensorflow": ("tensorflow", "_tensorflow_runner.py"),
+}
+
+
+def framework_of(path, load_kwargs):
+    """The framework among FRAMEWORKS whose model `path` is; None for others (ONNX, Paddle, MindSpore, ...)."""
+    named = load_kwargs.get("framework")
+    if named:
+        return named if named in FRAMEWORKS else None
+    if path is None:
+        return None
+    if os.path.isdir(path):
+        return "tensorflow" if os.path.exists(os.path.join(path, "saved_model.pb")) else None
+    return "tensorflow" if path.endswith(".pb") else None
+
+
+def find_framework_python(framework, given=None):
+    """The Python that runs `framework`: `given`, else ESTUARY_PYTHON_ENVS/<framework>/bin/python,
+    else this interpreter when the framework is installed in it; raises saying how to name one."""
+    if given:
+        if not os.path.exists(given):
+            raise estuary.EstuaryError(f"framework_python '{given}' does not exist")
+        return given
+    environments = os.environ.get("ESTUARY_PYTHON_ENVS")
+    if environments:
+        python = os.path.join(environments, framework, "bin", "python")
+        if os.path.exists(python):
+            return python
+    # find_spec locates the package without importing it: the framework never enters this process.
+    if importlib.util.find_spec(FRAMEWORKS[framework][0]) is not None:
+        return sys.executable
+    looked = f"{os.path.join(environments, framework, 'bin', 'python')} does not exist, and " if environments else ""
+    raise estuary.EstuaryError(
+        f"no Python with {framework} found to run the reference: {looked}this Python ({sys.executable}) cannot "
+        f"import {FRAMEWORKS[framework][0]}. Name one with framework_python= (--framework-python PATH), or set "
+        f"ESTUARY_PYTHON_ENVS to a folder holding {framework}/bin/python; or use reference 'estuary-f64'")
+
+
+class Framework:
+    """The model's own framework, run by its runner script in the framework's Python (a process
+    of its own: the frameworks bundle libraries that do not share one with Estuary), which
+    writes the values asked for to `folder` a batch at a time within `budget_bytes`."""
+
+    def __init__(self, framework, path, load_kwargs, python, threads, folder):
+        self.name = framework
+        self.path = os.path.abspath(path)
+        self.python = python
+        self.threads = threads
+        self.folder = folder
+        self.options = {key: load_kwargs[key] for key in ("signature",) if load_kwargs.get(key)}
+        self.producers = {}
+
+    def values(self, feeds, wanted, on_value, sizes, budget_bytes):
+        """Runs the framework, calling on_value(name, array) for each value of `wanted` it has."""
+        folder = tempfile.mkdtemp(prefix="reference_", dir=self.folder)
+        try:
+            self._run(feeds, wanted, on_value, sizes, budget_bytes, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _run(self, feeds, wanted, on_value, sizes, budget_bytes, folder):
+        np.savez(os.path.join(folder, "feeds.npz"), **feeds)
+        request = {"model": self.path, "feeds": os.path.join(folder, "feeds.npz"), "folder": folder,
+                   "wanted": [[name, sizes.get(name, 0)] for name in wanted], "budget": budget_bytes,
+                   "threads": self.threads, **self.options}
+        with open(os.path.join(folder, "request.json"), "w") as file:
+            json.dump(request, file)
+        runner = os.path.join(os.path.dirname(os.path.abspath(__file__)), FRAMEWORKS[self.name][1])
+        with open(os.path.join(folder, "stderr.txt"), "w+") as errors:
+            process = subprocess.Popen([self.python, runner, os.path.join(folder, "request.json")],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True)
+            done = False
+            try:
+                for line in process.stdout:
+                    message = json.loads(line)
+                    if "producers" in message:
+                        self.producers = {name: tuple(producer) for name, producer in message["producers"].items()}
+                    elif "value" in message:
+                        on_value(message["value"], np.load(message["file"]))
+                        os.remove(message["file"])
+                    elif "batch_end" in message:
+                        process.stdin.write("\n")
+                        process.stdin.flush()
+                    elif "done" in message:  # its "skipped" (values it has but cannot hand over) go unreported
+                        done = True
+            finally:
+                if process.poll() is None and not done:
+                    process.kill()
+                process.stdin.close()
+                status = process.wait()
+            if status != 0 or not done:
+                errors.seek(0)
+                said = errors.read().strip().splitlines()
+                # The runner's last lines say what failed (a traceback's exception line last).
+                reason = "\n".join(said[-6:]) or f"it exited with status {status}"
+                raise estuary.EstuaryError(f"{self.path}: {self.name} (run by {self.python}) failed:\n{reason}")

@@ -17,7 +17,7 @@ class Row:
     dtype: str
     node: str = ""      # the reference's node that computes the value: the framework's name
     op: str = ""
-    figures: dict = None  # cosine, max_abs, max_rel, mismatched; None when the reference lacks the value
+    figures: dict = None  # cosine, max_abs, max_rel, mismatched, axes; None when the reference lacks the value
     reason: str = None    # why it is past the thresholds, or None
 
     @property
@@ -66,6 +66,10 @@ class Report:
         text = f"{len(compared)} of {len(self.rows)} results compared with {self.reference}"
         if len(compared) < len(self.rows):
             text += " (the others have no counterpart there: layout reorders, casts a precision mode inserted)"
+        reordered = sum(1 for row in compared if row.figures.get("axes"))
+        if reordered:
+            text += (f"; {reordered} measured in the reference's axis order (computed in another, under the same "
+                     f"name: the shape column's axes)")
         text += f"; thresholds: cosine >= {self.min_cosine}, max rel <= {self.max_rel:g}"
         if worst is not None:
             text += f"; lowest cosine {worst:.6f}"
@@ -97,7 +101,7 @@ class Report:
             figures = row.figures
             mark = "<- first past thresholds" if row is first else ("past" if row.reason else "")
             lines.append((str(row.index), _shorten(row.node, 36), _shorten(_op(row), 28),
-                          "x".join(map(str, row.shape)) or "scalar", _format(figures["cosine"], ".6f"),
+                          _shape(row), _format(figures["cosine"], ".6f"),
                           _format(figures["max_abs"], ".3g"), _format(figures["max_rel"], ".3g"), mark))
         widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
         text = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
@@ -133,7 +137,7 @@ class Report:
 
     def to_csv(self, path):
         columns = ["index", "node", "op", "value", "estuary_node", "estuary_op", "shape", "dtype", "cosine", "max_abs",
-                   "max_rel", "past_threshold"]
+                   "max_rel", "axes", "past_threshold"]
         with open(path, "w", newline="") as file:
             writer = csv.writer(file)
             writer.writerow(columns)
@@ -141,7 +145,8 @@ class Report:
                 figures = row.figures or {}
                 writer.writerow([row.index, row.node, row.op, row.value, row.estuary_node, row.estuary_op,
                                  "x".join(map(str, row.shape)), row.dtype, figures.get("cosine", ""),
-                                 figures.get("max_abs", ""), figures.get("max_rel", ""), row.reason or ""])
+                                 figures.get("max_abs", ""), figures.get("max_rel", ""),
+                                 ",".join(map(str, figures.get("axes") or [])), row.reason or ""])
 
     def plot(self, path):
         """Relative error and 1 - cosine per compared node along the run order, as an image file."""
@@ -177,6 +182,12 @@ def _op(row):
     return row.op if row.op == row.estuary_op or not row.estuary_op else f"{row.op} ({row.estuary_op})"
 
 
+def _shape(row):
+    text = "x".join(map(str, row.shape)) or "scalar"
+    axes = (row.figures or {}).get("axes")
+    return f"{text} axes {','.join(map(str, axes))}" if axes else text
+
+
 def _json_row(row):
     data = asdict(row)
     figures = data.pop("figures") or {}
@@ -184,6 +195,7 @@ def _json_row(row):
         value = figures.get(key)
         data[key] = value if value is None or math.isfinite(value) else str(value)
     data["mismatched"] = figures.get("mismatched")
+    data["axes"] = figures.get("axes")
     data["past_threshold"] = data.pop("reason")
     return data
 

@@ -1,0 +1,144 @@
+"""`estuary compare` against the framework itself: TensorFlow, run in its own environment's
+Python by the compare package's runner, on a small Keras CNN (seeded random weights) saved as
+a SavedModel and as a frozen GraphDef. Both are clean in f32, the report's nodes are
+TensorFlow's, and a planted fault (tests/plugins/biased_tanh.cpp: the CPU's Tanh adds 0.05)
+is reported at the Keras layer's Tanh node. This test runs without TensorFlow; the models are
+made in TensorFlow's environment (environments.made) and cached."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import environments
+import estuary
+import estuary.compare as compare
+
+PLUGIN = os.path.join(os.environ["ESTUARY_TEST_PLUGIN_DIR"], "libestuary_test_biased_tanh.so")
+SHAPES = {"image": [2, 16, 16, 3]}
+
+# Run in TensorFlow's environment: OUT_DIR/cnn (SavedModel, Keras' export) and OUT_DIR/cnn.pb
+# (its serving function frozen). The planted Tanh reads a Mul of two computed values, so no
+# fusion takes it into another node, and a 2-D one: the CPU runs it plain, with the plugin's
+# kernel (the convolutions' activations run in a blocked layout, with kernels of their own).
+MODELS_SCRIPT = '''
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+tf.keras.utils.set_random_seed(0)
+layers = tf.keras.layers
+image = tf.keras.Input((16, 16, 3), name="image")
+hidden = layers.Conv2D(8, 3, padding="same", activation="relu", name="stem")(image)
+hidden = layers.MaxPooling2D(name="pool")(hidden)
+hidden = layers.Conv2D(8, 3, padding="same", name="mixer")(hidden)
+hidden = hidden * layers.Activation("sigmoid", name="gate")(hidden)
+hidden = layers.Conv2D(16, 3, padding="same", activation="relu", name="head")(hidden)
+hidden = layers.GlobalAveragePooling2D(name="average")(hidden)
+hidden = layers.Dense(12, name="fc")(hidden)
+hidden = layers.Activation("tanh", name="planted")(hidden * layers.Activation("sigmoid", name="fc_gate")(hidden))
+model = tf.keras.Model(image, layers.Dense(5, name="logits")(hidden), name="cnn")
+out = sys.argv[1]
+model.export(os.path.join(out, "cnn"), verbose=False)
+function = tf.function(model).get_concrete_function(tf.TensorSpec((None, 16, 16, 3), tf.float32, name="image"))
+frozen = convert_variables_to_constants_v2(function).graph.as_graph_def()
+tf.io.write_graph(frozen, out, "cnn.pb", as_text=False)
+'''
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    script = tmp_path_factory.mktemp("script") / "compare_framework_models.py"
+    script.write_text(MODELS_SCRIPT)
+    return environments.made("tensorflow", script)
+
+
+def run_cli(*args):
+    """`estuary compare` in a process of its own (a loaded plugin stays for the process's life)."""
+    environment = dict(os.environ, ESTUARY_PYTHON=sys.executable)
+    return subprocess.run([os.environ["ESTUARY_CLI"], "compare", *map(str, args)], capture_output=True, text=True,
+                          env=environment, timeout=600)
+
+
+def assert_names_are_tensorflows(report):
+    for row in report.compared:
+        if ":" in row.value:  # an intermediate value, "node:index", computed by that TensorFlow node
+            assert row.node == row.value.rsplit(":", 1)[0], row
+        assert row.op in {"Conv2D", "BiasAdd", "Relu", "MaxPool", "Sigmoid", "Mul", "Tanh", "Mean", "MatMul"}, row
+
+
+@pytest.mark.parametrize("form", ["saved_model", "frozen"])
+def test_tensorflow_model_is_clean_against_tensorflow(saved, form):
+    path = saved / "cnn" if form == "saved_model" else saved / "cnn.pb"
+    # The frozen graph's values go back a value at a time: the batches' protocol, at its finest.
+    budget = {"memory_budget": 1} if form == "frozen" else {}
+    report = compare.compare(path, reference="framework", input_shapes=SHAPES, **budget)
+    assert report.reference == "tensorflow"
+    assert report.clean, report.table(0)
+    # stem's Relu, mixer's BiasAdd, gate, its Mul, head's Relu, the Mean, fc's BiasAdd, fc_gate,
+    # its Mul, planted and the logits; the rest are reorders and Transposes the pipeline made.
+    assert len(report.compared) >= 11, report.table(0)
+    assert_names_are_tensorflows(report)
+    prefix = "StatefulPartitionedCall_1/StatefulPartitionedCall/" if form == "saved_model" else ""
+    planted = next(row for row in report.compared if row.op == "Tanh")
+    assert planted.node == prefix + "cnn_1/planted_1/Tanh", planted
+    # sink_transposes computes the NHWC gate in NCHW, under the same name: measured in TF's order.
+    gate = next(row for row in report.compared if row.node == prefix + "cnn_1/gate_1/Sigmoid")
+    assert gate.shape == [2, 8, 8, 8] and gate.figures["axes"] == [0, 2, 3, 1], gate
+    logits = report.row_of(report.outputs[0])
+    # The output's value is named by the signature's key or the frozen graph's Identity; its node
+    # is the one that computed it.
+    assert logits.node == prefix + "cnn_1/logits_1/BiasAdd" and logits.figures["max_rel"] < 1e-5, logits
+
+
+def test_auto_takes_tensorflow_where_it_is_found(saved):
+    report = compare.compare(saved / "cnn.pb", input_shapes=SHAPES)
+    assert report.reference == "tensorflow" and report.clean
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is not None, reason="this Python has TensorFlow")
+def test_without_tensorflow_auto_falls_back_and_framework_says_why(saved, monkeypatch, tmp_path):
+    monkeypatch.setenv("ESTUARY_PYTHON_ENVS", str(tmp_path))  # no environment there
+    report = compare.compare(saved / "cnn.pb", input_shapes=SHAPES)
+    assert report.reference == "estuary-f64" and report.clean
+    with pytest.raises(estuary.EstuaryError, match=r"no Python with tensorflow found to run the reference: .* does not exist, and this "
+                                                   r"Python .* cannot import tensorflow. Name one with "
+                                                   r"framework_python= \(--framework-python PATH\)"):
+        compare.compare(saved / "cnn.pb", reference="framework", input_shapes=SHAPES)
+    # Named, a Python without TensorFlow runs the runner, whose own error comes back, said as such.
+    with pytest.raises(estuary.EstuaryError, match=r"tensorflow \(run by .*\) failed:\n(.|\n)*"
+                                                   r"No module named 'tensorflow'"):
+        compare.compare(saved / "cnn.pb", reference="framework", input_shapes=SHAPES, framework_python=sys.executable)
+
+
+def test_errors_name_what_is_wrong(saved, tmp_path):
+    missing = tmp_path / "no" / "python"
+    with pytest.raises(estuary.EstuaryError, match=f"framework_python '{missing}' does not exist"):
+        compare.compare(saved / "cnn.pb", reference="framework", input_shapes=SHAPES, framework_python=str(missing))
+    result = run_cli(saved / "cnn.pb", "--input-shape", "image:2,16,16,3", "--framework-python", missing)
+    assert result.returncode == 2 and f"framework_python '{missing}' does not exist" in result.stderr
+    with pytest.raises(ValueError, match="reference 'framework' takes a TensorFlow"):
+        compare.compare(str(tmp_path / "model.onnx"), reference="framework")
+
+
+def test_planted_fault_is_reported_at_the_tensorflow_node(saved, tmp_path):
+    report_path = tmp_path / "report.json"
+    result = run_cli(saved / "cnn", "--plugin", PLUGIN, "--reference", "framework", "--input-shape",
+                     "image:2,16,16,3", "--json", report_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["reference"] == "tensorflow"
+    first = report["first_past_threshold"]
+    assert (first["node"], first["op"]) == ("StatefulPartitionedCall_1/StatefulPartitionedCall/cnn_1/planted_1/Tanh",
+                                            "Tanh"), first
+    assert [entry["op"] for entry in first["inputs"]] == ["Mul"] and first["inputs"][0]["past_threshold"] is None
+    assert first["max_abs"] == pytest.approx(0.05, rel=1e-3)
+    rows = report["nodes"]
+    at = next(i for i, row in enumerate(rows) if row["value"] == first["value"])
+    assert all(row["past_threshold"] is None for row in rows[:at])
+    assert "the node itself drifts" in report["summary"]
+    assert np.isfinite(first["cosine"])
