@@ -55,6 +55,29 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
+def openvino_model(path, inputs, threads, precision="f32"):
+    """OpenVINO's (core, compiled model) for `path` at the inputs' shapes, at its latency
+    settings with `threads` and the inference precision asked for."""
+    import openvino as ov
+
+    core = ov.Core()
+    model = core.read_model(path)
+    model.reshape({model.input(name).get_any_name(): list(value.shape) for name, value in inputs.items()})
+    return core, core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
+                                                   "INFERENCE_PRECISION_HINT": precision})
+
+
+def ort_session(path, threads):
+    """An ONNX Runtime session with every graph optimization and `threads` intra-op threads."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
 def worker(args):
     """Measures one engine on one model; prints a JSON line."""
     threads = args.threads[0]
@@ -67,23 +90,11 @@ def worker(args):
         model = estuary.convert(args.onnx, input_shapes=shapes, threads=threads)
         run = lambda: model.run(inputs)  # noqa: E731
     elif args.worker == "openvino":
-        import openvino as ov
-
-        core = ov.Core()
-        model = core.read_model(args.onnx)
-        model.reshape({model.input(name).get_any_name(): list(value.shape) for name, value in inputs.items()})
-        compiled = core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
-                                                     "INFERENCE_PRECISION_HINT": "f32"})
+        _, compiled = openvino_model(args.onnx, inputs, threads)
         request = compiled.create_infer_request()
         run = lambda: request.infer(inputs)  # noqa: E731
     else:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(args.onnx, options, providers=["CPUExecutionProvider"])
+        session = ort_session(args.onnx, threads)
         run = lambda: session.run(None, inputs)  # noqa: E731
     build_seconds = time.perf_counter() - started
     times = common.timed(run, args.iterations, args.seconds, args.warmup)
