@@ -11,17 +11,6 @@ TOLERANCE = 1e-4
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
-@pytest.mark.parametrize("name,mode,what,attention", list(cases()))
-def test_matches_eager_with_nothing_left_to_pytorch(name, mode, what, attention):
-    outcome = run(name, mode, what, attention)
-    assert outcome.warnings == () and outcome.failures == ()
-    if what == "forward":
-        assert outcome.max_error < TOLERANCE
-        assert outcome.graphs >= 1 and outcome.graph_breaks == 0
-    else:
-        assert outcome.same_tokens
-
-
 # (model, attention implementation): the fusions each mode's debug log must report for the
 # 2-layer configs, "pass (count)" for graph-engine mode's IR passes, FX mode's own counts.
 FUSIONS = {
@@ -43,22 +32,35 @@ FUSIONS = {
 }
 
 
-@pytest.mark.parametrize("name,attention", list(FUSIONS))
-def test_fusions_fire_on_transformers_code(name, attention, tmp_path):
+@pytest.mark.parametrize("name,mode,what,attention", list(cases()))
+def test_matches_eager_with_nothing_left_to_pytorch(name, mode, what, attention, tmp_path):
+    # The forward cases of FUSIONS' (model, attention) pairs also check that the fusions fired,
+    # from the debug log of the same run.
+    checks_fusions = what == "forward" and (name, attention) in FUSIONS
+    outcome = run(name, mode, what, attention, **({"debug_dir": str(tmp_path)} if checks_fusions else {}))
+    assert outcome.warnings == () and outcome.failures == ()
+    if what == "forward":
+        assert outcome.max_error < TOLERANCE
+        assert outcome.graphs >= 1 and outcome.graph_breaks == 0
+    else:
+        assert outcome.same_tokens
+    if checks_fusions:
+        expect_fusions(name, mode, attention, tmp_path)
+
+
+def expect_fusions(name, mode, attention, debug_dir):
+    """The fusions FUSIONS lists for (name, attention) fired in a run whose dumps are in debug_dir."""
     graph_engine, fx = FUSIONS[(name, attention)]
-    for mode in ("ge", "fx"):
-        outcome = run(name, mode, "forward", attention, debug_dir=str(tmp_path / mode))
-        assert outcome.max_error < TOLERANCE and outcome.failures == ()
-        log = (tmp_path / mode / "estuary" / "debug.log").read_text()
-        if mode == "ge":
-            changed = next(line for line in log.splitlines() if "passes that changed the IR" in line)
-            for count in graph_engine:
-                assert count in changed
-            if name == "llama":  # the gated MLP: silu and the product with the up projection in the gate's matmul
-                plan = next(line for line in log.splitlines() if "plan for input shapes" in line)
-                assert "4 node(s) fused" in plan and "Swish" not in plan and "estuary::FusedMatMul x2" in plan
-        else:
-            assert f"pattern_fusion_pass: {fx}" in log
-            if name in ("llama", "mistral") and attention == "eager":  # grouped-query: K and V un-repeated
-                optimized = next((tmp_path / mode / "estuary").glob("model__*/forward/*_optimized.txt")).read_text()
-                assert optimized.count("enable_gqa = True") == 2
+    log = (debug_dir / "estuary" / "debug.log").read_text()
+    if mode == "ge":
+        changed = next(line for line in log.splitlines() if "passes that changed the IR" in line)
+        for count in graph_engine:
+            assert count in changed
+        if name == "llama":  # the gated MLP: silu and the product with the up projection in the gate's matmul
+            plan = next(line for line in log.splitlines() if "plan for input shapes" in line)
+            assert "4 node(s) fused" in plan and "Swish" not in plan and "estuary::FusedMatMul x2" in plan
+    else:
+        assert f"pattern_fusion_pass: {fx}" in log
+        if name in ("llama", "mistral") and attention == "eager":  # grouped-query: K and V un-repeated
+            optimized = next((debug_dir / "estuary").glob("model__*/forward/*_optimized.txt")).read_text()
+            assert optimized.count("enable_gqa = True") == 2

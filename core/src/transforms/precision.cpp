@@ -281,6 +281,8 @@ class PrecisionRewrite {
         wanted = DType::F32;
       } else if (lists_.low_ops.count(op)) {
         wanted = low_;
+      } else if (readsOnlyConstants(node, schema, vars)) {
+        return DType::Undefined;  // a view of weights (a tied embedding's Transpose): its readers decide
       } else {
         wanted = followsInputs(node, schema, vars) ? low_ : DType::F32;
       }
@@ -290,6 +292,17 @@ class PrecisionRewrite {
       if (std::find(allowed.begin(), allowed.end(), wanted) == allowed.end()) return DType::Undefined;
     }
     return wanted;
+  }
+
+  // Whether every float input through which `node` computes is a constant.
+  static bool readsOnlyConstants(const Node& node, const OpSchema& schema, const std::vector<std::string>& vars) {
+    for (size_t i = 0; i < node.numInputs(); ++i) {
+      const OperandSpec* spec = schema.inputSpec(i);
+      const Value* input = node.input(i);
+      if (!spec || !input || std::find(vars.begin(), vars.end(), spec->type_var) == vars.end()) continue;
+      if (!input->producer() || !input->producer()->is("Constant")) return false;
+    }
+    return true;
   }
 
   // The gray list: 16 bits when every computed (not constant) float input is 16-bit.
@@ -348,11 +361,20 @@ class PrecisionRewrite {
     Node* producer = value->producer();
     Node* position = producer ? producer->next() : graph_.firstNode();
     Node* node = nullptr;
-    if (producer && producer->is("Constant") && isComputeFloat(value->dtype()) &&
-        (isComputeFloat(dtype) || dtype == DType::F64)) {
+    const bool float_to_float = isComputeFloat(value->dtype()) && (isComputeFloat(dtype) || dtype == DType::F64);
+    if (producer && producer->is("Constant") && float_to_float) {
       node = graph_.createNodeBefore(position, "Constant", {});
       node->setAttr("value", convert(producer->attr("value")->asTensor(), dtype));
       ++stats_.weights_converted;
+    } else if (producer && float_to_float && isWeightView(value)) {
+      // A weight seen through Transpose/Reshape (a tied embedding read transposed by the output
+      // layer): the weight is converted once and the view repeated on it, so no Cast runs on
+      // every call and the backend can still read the Transpose as a transposed operand.
+      std::vector<Value*> inputs = producer->inputs();
+      inputs[0] = as(inputs[0], dtype);
+      node = graph_.createNodeBefore(position, producer->opType(), inputs, 1, producer->domain());
+      for (const auto& [name, attr] : producer->attributes()) node->setAttr(name, attr);
+      node->setName(producer->name());
     } else {
       node = graph_.createNodeBefore(position, "Cast", {value});
       node->setAttr("to", dtype);
@@ -362,6 +384,22 @@ class PrecisionRewrite {
     node->output()->setName(value->name() + "_" + std::string(dtypeName(dtype)));
     converted_[key] = node->output();
     return node->output();
+  }
+
+  // Whether `value` is a constant, or a constant's elements rearranged by ops that only move
+  // data, with constant shape operands.
+  static bool isWeightView(const Value* value) {
+    const Node* producer = value->producer();
+    if (!producer) return false;
+    if (producer->is("Constant")) return true;
+    static const char* const kViews[] = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+    const bool view = std::any_of(std::begin(kViews), std::end(kViews), [&](const char* op) { return producer->is(op); });
+    if (!view || producer->numInputs() == 0 || !producer->input(0) || producer->numOutputs() != 1) return false;
+    for (size_t i = 1; i < producer->numInputs(); ++i) {
+      const Value* operand = producer->input(i);
+      if (operand && !(operand->producer() && operand->producer()->is("Constant"))) return false;
+    }
+    return isWeightView(producer->input(0));
   }
 
   static Tensor convert(const Tensor& tensor, DType dtype) {
