@@ -18,9 +18,10 @@ import numpy as np
 
 import estuary
 
-from .metrics import measure, past_threshold, thresholds_for
+from .metrics import thresholds_for
 from .references import EstuaryF64, Framework, OnnxRuntime, find_framework_python, framework_of
 from .report import Report, Row
+from .spool import Spool
 
 __all__ = ["compare", "Report", "Row", "REFERENCES", "thresholds_for"]
 
@@ -78,47 +79,28 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
                              threads=threads, **load_kwargs)
     feeds = _feeds(tested, inputs or {}, seed)
 
-    with tempfile.TemporaryDirectory(prefix="estuary_compare_", dir=spool_dir) as spool:
-        # Estuary's results go to disk as they are computed, one file each.
-        rows, spooled = [], {}
-
-        def keep(info, array):
-            if array.dtype.kind not in "biufc":  # bf16 (ml_dtypes), which .npy files cannot name
-                array = array.astype(np.float32)
-            row = Row(index=len(rows), value=info["value"], estuary_node=info["node"], estuary_op=info["op"],
-                      inputs=[name for name in info["inputs"] if name], shape=list(array.shape),
-                      dtype=str(array.dtype))
-            if not info["value"]:  # a value the pipeline made and left unnamed: nothing to match it with
-                rows.append(row)
-                return
-            file = os.path.join(spool, f"{len(rows)}.npy")
-            np.save(file, array)
-            spooled[info["value"]] = (row, file, array.nbytes)
-            rows.append(row)
-
-        outputs = tested.run_observed(feeds, keep)
+    with tempfile.TemporaryDirectory(prefix="estuary_compare_", dir=spool_dir) as folder:
+        spool = Spool(folder)
+        outputs = tested.run_observed(feeds, spool.keep)
         for output, array in zip(tested.outputs, outputs):
-            if output["name"] not in spooled:  # a graph input or constant passed through
-                keep({"value": output["name"], "node": "", "op": "", "inputs": []}, array)
+            if output["name"] not in spool.waiting:  # a graph input or constant passed through
+                spool.keep({"value": output["name"], "node": "", "op": "", "inputs": []}, array)
 
         output_names = [output["name"] for output in tested.outputs]
         graph_outputs = set(output_names)
 
         def check(name, expected):
-            row, file, _ = spooled[name]
             # An intermediate result may be in another axis order than the reference's under the
             # same name (sink_transposes); an output never is, so its order is checked as it is.
-            row.figures = measure(np.load(file), expected, other_orders=name not in graph_outputs)
-            row.reason = past_threshold(row.figures, min_cosine, max_rel)
+            spool.measure(name, expected, min_cosine, max_rel, other_orders=name not in graph_outputs)
 
-        wanted = list(spooled)
+        wanted, sizes = list(spool.waiting), spool.sizes
         try:
-            sizes = {name: entry[2] for name, entry in spooled.items()}
             if reference == "onnxruntime":
                 ref = OnnxRuntime(path, threads)
                 ref.values(feeds, wanted, check, sizes, memory_budget)
             elif reference == "framework":
-                ref = Framework(framework, path, load_kwargs, framework_python, threads, spool)
+                ref = Framework(framework, path, load_kwargs, framework_python, threads, folder)
                 ref.values(feeds, wanted, check, sizes, memory_budget)
             else:
                 ref = EstuaryF64(model, load_kwargs, input_shapes)
@@ -127,6 +109,7 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
             raise
         except Exception as error:  # the reference's own errors (ONNX Runtime's Fail, ...), said as such
             raise estuary.EstuaryError(f"{model}: the reference ({reference}) failed: {error}") from error
+        rows = spool.rows
         for row in rows:
             row.node, row.op = ref.producers.get(row.value, (row.estuary_node, row.estuary_op))
         name = framework if reference == "framework" else reference

@@ -12,6 +12,8 @@ import numpy as np
 
 import estuary
 
+from ._framework_runner import batches
+
 
 class EstuaryF64:
     """Estuary's own run of the model as translated, with no optimization pipeline, every float
@@ -26,6 +28,8 @@ class EstuaryF64:
 
     def values(self, feeds, wanted, on_value):
         """Runs the reference, calling on_value(name, array) for each value in `wanted`."""
+        delivered = set()
+
         def observe(info, array):
             # A graph output leaves in its model's dtype, through a Cast the precision pass adds
             # (unnamed): the node that computed it is the one that made the Cast's input
@@ -38,10 +42,11 @@ class EstuaryF64:
                 self.producers[info["value"]] = (info["node"], info["op"])
             if info["value"] in wanted:
                 on_value(info["value"], array)
+                delivered.add(info["value"])
 
         outputs = self.model.run_observed(feeds, observe)
         for output, array in zip(self.model.outputs, outputs):
-            if output["name"] in wanted:
+            if output["name"] in wanted and output["name"] not in delivered:  # a graph input passed through
                 on_value(output["name"], array)
 
 
@@ -65,20 +70,11 @@ class OnnxRuntime:
 
     def values(self, feeds, wanted, on_value, sizes, budget_bytes):
         import onnxruntime
-        names = [name for name in wanted if name in self.producers]
-        batches, batch, batch_bytes = [], [], 0
-        for name in names:
-            if batch and batch_bytes + sizes.get(name, 0) > budget_bytes:
-                batches.append(batch)
-                batch, batch_bytes = [], 0
-            batch.append(name)
-            batch_bytes += sizes.get(name, 0)
-        if batch:
-            batches.append(batch)
+        known = [[name, sizes.get(name, 0)] for name in wanted if name in self.producers]
         options = onnxruntime.SessionOptions()
         if self.threads:
             options.intra_op_num_threads = self.threads
-        for batch in batches:
+        for batch in batches(known, budget_bytes):
             session = self._session_with_outputs(batch, options)
             fed = {item.name: feeds[item.name] for item in session.get_inputs()}
             results = session.run(batch, fed)

@@ -18,8 +18,9 @@ import numpy as np
 import torch
 
 import estuary
-from ..compare.metrics import measure, past_threshold, thresholds_for
-from ..compare.report import Report, Row
+from ..compare.metrics import thresholds_for
+from ..compare.report import Report
+from ..compare.spool import Spool
 from . import describe
 
 # Where reports go when CompilerConfig.debug_dir is not set.
@@ -89,31 +90,15 @@ def compare_with_eager(gm, graph, args, runtime, static, config, name, debug):
     observed = estuary.Model(graph, threads=config.effective_threads, options=options)
     feeds = [_feed(args[i]) if isinstance(args[i], torch.Tensor) else np.array(int(args[i]), dtype=np.int64)
              for i in runtime]
-    rows, spooled = [], {}
-    with tempfile.TemporaryDirectory(prefix="estuary_torch_compare_") as spool:
-        def keep(info, array):
-            row = Row(index=len(rows), value=info["value"], estuary_node=info["node"], estuary_op=info["op"],
-                      inputs=[input_name for input_name in info["inputs"] if input_name], shape=list(array.shape),
-                      dtype=str(array.dtype), node=info["node"], op=info["op"])
-            rows.append(row)
-            if info["value"] in producers:
-                if array.dtype.kind not in "biufc":  # bf16: np.save would not keep ml_dtypes' type
-                    array = array.astype(np.float32)
-                path = os.path.join(spool, f"{len(rows)}.npy")
-                np.save(path, array)
-                spooled[info["value"]] = (row, path)
-
-        observed.run_observed(feeds, keep)
+    with tempfile.TemporaryDirectory(prefix="estuary_torch_compare_") as folder:
+        spool = Spool(folder)
+        observed.run_observed(feeds, lambda info, array: spool.keep(info, array, matched=info["value"] in producers))
 
         def check(node, index, tensor):
             name_of_result = value_name(node, index)
-            if name_of_result not in spooled:
-                return
-            row, path = spooled.pop(name_of_result)
-            row.node, row.op = producers[name_of_result]
-            row.figures = measure(np.load(path), _numpy(tensor))
-            row.reason = past_threshold(row.figures, min_cosine, max_rel)
-            os.remove(path)
+            if name_of_result in spool.waiting:
+                row = spool.measure(name_of_result, _numpy(tensor), min_cosine, max_rel)
+                row.node, row.op = producers[name_of_result]
 
         eager_args = [a.clone() if isinstance(a, torch.Tensor) and i not in static else a for i, a in enumerate(args)]
         with torch.no_grad():
@@ -121,7 +106,7 @@ def compare_with_eager(gm, graph, args, runtime, static, config, name, debug):
 
     report = Report(model=name, reference="eager PyTorch", precision_mode=config.precision_mode or "origin",
                     device="cpu", pipeline=config.effective_pipeline, min_cosine=min_cosine, max_rel=max_rel,
-                    rows=rows, outputs=[output["name"] for output in observed.outputs])
+                    rows=spool.rows, outputs=[output["name"] for output in observed.outputs])
     return report, _write(report, name, debug)
 
 
