@@ -7,6 +7,7 @@ bar for the memory-bound GPT-2 decode step, whose weight streaming rate follows 
     .venvs/torch/bin/python bench/onnx_vs_ort.py                # every model, 1 and 2 threads
     .venvs/torch/bin/python bench/onnx_vs_ort.py --models resnet50 --threads 1 --batches 1
     .venvs/torch/bin/python bench/onnx_vs_ort.py --engines estuary onnxruntime
+    .venvs/torch/bin/python bench/onnx_vs_ort.py --threads 2 --busy 1   # one core held by another process
 
 Each measurement runs in a fresh process that imports only NumPy and one engine, so peak
 RSS is the engine's own; OpenVINO runs in .venvs/openvino (bench/envs/openvino.txt, made on
@@ -158,6 +159,9 @@ def main():
                         help="alternate the engines this many times per configuration; medians of the rounds")
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES,
                         help="Estuary and the engines to compare it with")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="keep N other processes spinning on the CPU throughout: how each engine degrades "
+                             "when other work holds cores")
     parser.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "estuary_bench_onnx"))
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--onnx", help=argparse.SUPPRESS)
@@ -170,11 +174,23 @@ def main():
     for engine in engines:
         if ENGINE_ENVIRONMENTS[engine]:
             common.ensure_environment(ENGINE_ENVIRONMENTS[engine])
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        compare(engines, args)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+
+
+def compare(engines, args):
 
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import models
 
     print(f"CPU: {common.cpu_model()}")
+    if args.busy:
+        print(f"{args.busy} other process{'es' if args.busy > 1 else ''} spinning on the CPU throughout (--busy)")
     probe = bandwidth_probe(args.threads)
     if probe:
         print("memory read rate (build/bin/bandwidth_probe, 512 MiB): " +

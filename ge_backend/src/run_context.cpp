@@ -6,6 +6,7 @@
 
 #include "estuary/ge/model.h"
 #include "plan.h"
+#include "worker_pool.h"
 
 namespace estuary::ge {
 
@@ -132,7 +133,7 @@ void PlanState::producedDescs(std::vector<TensorDesc>& descs) const {
 void RunContext::execute(const std::vector<HostTensor>& inputs, void* const* outputs) {
   input_pointers_.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) input_pointers_[i] = inputs[i].data;
-  int threads = model_->numThreads();
+  const int threads = threadsToUse(model_->numThreads());
   omp_set_num_threads(threads);
   plan_state_->execute(input_pointers_.data(), outputs, threads, device_state_.get());
   if (!plan_->runtime_dims.empty()) plan_state_->producedDescs(produced_descs_);

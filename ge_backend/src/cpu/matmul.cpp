@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cpu/gemv.h"
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
 #include "cpu/post_ops.h"
@@ -579,6 +580,12 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
     return makeZeroFillKernel(context, "cpu:matmul (empty)");
   }
   if (!onednnFloat(dtype)) return epilogue.empty() ? ownMatMul(dtype, shape, trans_b) : nullptr;
+  const bool b_is_matrix = std::all_of(shape.b.begin(), shape.b.end() - 2, [](int64_t d) { return d == 1; });
+  if (dtype == DType::F32 && b_is_matrix && a.numElements() <= kGemvMaxRows * shape.k) {
+    if (auto kernel = makeGemvKernel(context, a.numElements() / shape.k, shape.k, shape.n, trans_b, epilogue.steps)) {
+      return kernel;
+    }
+  }
   dnnl::memory::desc b_md = plainDesc(shape.b, dtype);
   if (trans_b) {
     const size_t rank = shape.b.size();
@@ -624,6 +631,13 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
       case DType::F32: return std::make_unique<OwnGemmKernel<float>>(m, n, k, trans_a, trans_b, alpha, beta, c);
       default: return nullptr;  // a 16-bit float Gemm with K = 0
     }
+  }
+  if (dtype == DType::F32 && !trans_a && m <= kGemvMaxRows && (!has_c || beta == 1.0)) {
+    std::vector<EpilogueStep> steps;
+    if (alpha != 1.0) steps.push_back(EpilogueStep::scale(static_cast<float>(alpha)));
+    if (has_c) steps.push_back(EpilogueStep::residual(2));
+    steps.insert(steps.end(), epilogue.steps.begin(), epilogue.steps.end());
+    if (auto kernel = makeGemvKernel(context, m, k, n, trans_b, steps)) return kernel;
   }
   // Transposed operands are the same bytes with swapped strides.
   dnnl::memory::desc a_md({m, k}, dnnlType(dtype), trans_a ? dnnl::memory::dims{1, m} : dnnl::memory::dims{k, 1});

@@ -1,0 +1,31 @@
+#pragma once
+// The threads Estuary's own parallel kernels share. Unlike an OpenMP parallel region, whose
+// end waits for every thread of the team to arrive, a call here waits only for work that a
+// thread has started: the calling thread takes shards itself from the first moment, and a
+// worker that the OS has not scheduled (another process holds its core) simply finds nothing
+// left when it wakes. So a busy machine costs a call the share of the cores it lost, not a
+// time slice per call. ONNX Runtime's thread pool works the same way.
+//
+// Workers spin briefly between calls, so that back-to-back kernels on an idle machine do not
+// pay a wake-up each, and then sleep.
+#include <cstdint>
+#include <functional>
+
+namespace estuary::ge {
+
+// Runs body(shard, participant) once for every shard in [0, shards), on the calling thread
+// and on up to `helpers` pool workers, shards taken in order by whichever thread is free.
+// `participant` is 0 on the calling thread and 1..helpers on workers, distinct among the
+// threads working on this call (per-thread partial results index by it). Returns when every
+// shard has run; rethrows the first exception a body threw. Calls may nest and may come
+// from several threads at once.
+void runShards(int64_t shards, int helpers, const std::function<void(int64_t shard, int participant)>& body);
+
+// The threads a run should use out of `wanted` (at least 1): no more than the cores other
+// processes leave free. With more runnable threads than cores, the thread that runs the
+// graph's steps one after another waits for a core at every turn, and the whole run with
+// it; with fewer threads a busy machine costs a run the cores it lost and no more. Measured
+// over the last 200 ms or so.
+int threadsToUse(int wanted);
+
+}  // namespace estuary::ge

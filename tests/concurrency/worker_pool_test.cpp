@@ -1,0 +1,101 @@
+// The worker pool the backend's own kernels share (ge_backend/src/worker_pool.h): every
+// shard runs once, callers on several threads and nested calls share the workers, a body's
+// exception reaches its caller, and a caller never waits for a worker that took nothing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "worker_pool.h"
+
+namespace estuary::ge {
+namespace {
+
+TEST(WorkerPool, EveryShardRunsOnceOnDistinctParticipants) {
+  for (int helpers : {0, 1, 3}) {
+    std::vector<std::atomic<int>> runs(1000);
+    std::vector<std::atomic<int>> busy(helpers + 1);
+    std::atomic<bool> shared_participant{false};
+    runShards(static_cast<int64_t>(runs.size()), helpers, [&](int64_t shard, int participant) {
+      ASSERT_GE(participant, 0);
+      ASSERT_LE(participant, helpers);
+      if (busy[participant].fetch_add(1) != 0) shared_participant = true;
+      runs[shard].fetch_add(1);
+      busy[participant].fetch_sub(1);
+    });
+    for (size_t shard = 0; shard < runs.size(); ++shard) ASSERT_EQ(runs[shard].load(), 1) << "shard " << shard;
+    EXPECT_FALSE(shared_participant) << "two threads ran as one participant with " << helpers << " helpers";
+  }
+}
+
+TEST(WorkerPool, CallersOnManyThreadsAndNestedCallsShareTheWorkers) {
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> callers;
+  for (int caller = 0; caller < 6; ++caller) {
+    callers.emplace_back([&, caller] {
+      for (int call = 0; call < 50; ++call) {
+        runShards(8, 1 + caller % 3, [&](int64_t shard, int) {
+          runShards(4, 1, [&](int64_t inner, int) { total.fetch_add(shard * 4 + inner + 1); });
+        });
+      }
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  // Each call sums 1..32.
+  EXPECT_EQ(total.load(), 6 * 50 * (32 * 33 / 2));
+}
+
+TEST(WorkerPool, TheFirstExceptionReachesTheCaller) {
+  std::atomic<int> after{0};
+  try {
+    runShards(64, 2, [&](int64_t shard, int) {
+      if (shard == 5) throw std::runtime_error("shard 5 failed");
+      after.fetch_add(1);
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "shard 5 failed");
+  }
+  EXPECT_LT(after.load(), 64);
+  // The pool still works.
+  std::atomic<int> runs{0};
+  runShards(16, 2, [&](int64_t, int) { runs.fetch_add(1); });
+  EXPECT_EQ(runs.load(), 16);
+}
+
+// A worker held up elsewhere (here: inside another caller's long shard) does not hold up a
+// call: the caller and whichever threads are free run its shards.
+TEST(WorkerPool, ACallerDoesNotWaitForWorkersThatTookNothing) {
+  std::atomic<bool> release{false};
+  std::atomic<int> holding{0};
+  std::thread holder([&] {
+    runShards(2, 1, [&](int64_t, int) {
+      holding.fetch_add(1);
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  });
+  while (holding.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // A worker is inside the holder's second shard.
+  std::atomic<int> runs{0};
+  std::thread caller([&] { runShards(100, 1, [&](int64_t, int) { runs.fetch_add(1); }); });
+  caller.join();
+  EXPECT_EQ(runs.load(), 100);
+  release = true;
+  holder.join();
+}
+
+TEST(WorkerPool, ThreadsToUseStaysWithinWhatWasAsked) {
+  EXPECT_EQ(threadsToUse(1), 1);
+  EXPECT_EQ(threadsToUse(0), 1);
+  for (int wanted : {2, 4, 64}) {
+    const int threads = threadsToUse(wanted);
+    EXPECT_GE(threads, 1);
+    EXPECT_LE(threads, wanted);
+  }
+}
+
+}  // namespace
+}  // namespace estuary::ge
