@@ -237,6 +237,18 @@ TEST(ConvKernels, FloatConvsUseOnednnWithPackedWeights) {
   EXPECT_TRUE(usesKernel(result, "onednn:conv")) << result.kernels[0];
 }
 
+// A run given fewer threads than the kernel was built for (a busy machine) runs a copy of
+// the primitive made for that many (onednn_kernel.h), with the same results.
+TEST(ConvKernels, ARunOnFewerThreadsGivesTheSameResults) {
+  TestTensor x = randomTensor(DType::F32, {1, 32, 28, 28}, 1), w = randomTensor(DType::F32, {64, 32, 3, 3}, 2);
+  const std::string text = "graph @g(%x: f32[1,32,28,28], %w: f32[64,32,3,3]) {\n"
+                           "  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,64,28,28]\n  return %y\n}";
+  const TestTensor shape{DType::F32, {1, 64, 28, 28}, {}};
+  std::vector<TestTensor> built_for_two = runKernelDirectly(text, {x, w}, {false, true}, {shape}, 2);
+  std::vector<TestTensor> run_on_one = runKernelDirectly(text, {x, w}, {false, true}, {shape}, 2, 1);
+  EXPECT_EQ(run_on_one[0].values, built_for_two[0].values);
+}
+
 // ---------------------------------------------------------------------------- epilogues, layouts
 
 struct DirectRun {

@@ -243,10 +243,12 @@ inline RunResult runGraph(const std::string& graph_text, const std::vector<TestT
 // Creates the CPU kernel for the first node of `graph_text` from explicit descs and runs it
 // directly, bypassing the planner: for ops the build always folds or removes (Identity,
 // Shape) and for checking what a kernel does at run time. `constant` marks inputs the
-// factory sees as constants.
+// factory sees as constants. The kernel is built for `threads` threads and run on
+// `run_threads` (0: as many), as a run on a busy machine gets fewer.
 inline std::vector<TestTensor> runKernelDirectly(const std::string& graph_text, const std::vector<TestTensor>& inputs,
                                                  const std::vector<bool>& constant,
-                                                 const std::vector<TestTensor>& output_shapes, int threads = 2) {
+                                                 const std::vector<TestTensor>& output_shapes, int threads = 2,
+                                                 int run_threads = 0) {
   auto graph = parseGraph(graph_text);
   const Node& node = **graph->nodes().begin();
   std::vector<TensorDesc> in_descs, out_descs;
@@ -276,7 +278,8 @@ inline std::vector<TestTensor> runKernelDirectly(const std::string& graph_text, 
   void* aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
   std::unique_ptr<DeviceRunState> device_state = device.createRunState();
   std::unique_ptr<KernelState> state = kernel->createState();
-  KernelArgs args{pointers.data(), output_pointers.data(), aligned, threads, device_state.get()};
+  KernelArgs args{pointers.data(), output_pointers.data(), aligned, run_threads > 0 ? run_threads : threads,
+                  device_state.get()};
   kernel->run(args, state.get());
   std::vector<TestTensor> results;
   for (size_t o = 0; o < output_shapes.size(); ++o) {

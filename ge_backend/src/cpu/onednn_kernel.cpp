@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <string>
+
 namespace estuary::ge::cpu {
 
 namespace {
@@ -51,10 +53,68 @@ void OnednnKernel::run(const KernelArgs& args, KernelState* raw_state) const {
   }
   const bool fewer_threads = threads_ < args.num_threads;
   if (fewer_threads) omp_set_num_threads(threads_);
-  dnnl_status_t status = dnnl_primitive_execute(primitive_.get(), streamOf(args).get(),
+  const dnnl::primitive& primitive = args.num_threads < threads_ ? primitiveFor(args.num_threads) : primitive_;
+  dnnl_status_t status = dnnl_primitive_execute(primitive.get(), streamOf(args).get(),
                                                  static_cast<int>(state->exec_args.size()), state->exec_args.data());
   if (fewer_threads) omp_set_num_threads(args.num_threads);
   if (status != dnnl_success) raise(name_, ": oneDNN execution failed (status ", static_cast<int>(status), ")");
+}
+
+const dnnl::primitive& OnednnKernel::primitiveFor(int threads) const {
+  std::lock_guard lock(remade_mutex_);
+  auto found = remade_.find(threads);
+  if (found == remade_.end()) found = remade_.emplace(threads, remakeFor(threads)).first;
+  return found->second ? *found->second : primitive_;
+}
+
+std::optional<dnnl::primitive> OnednnKernel::remakeFor(int threads) const {
+  const_dnnl_primitive_desc_t made = primitive_.get_primitive_desc();
+  dnnl_primitive_kind_t kind;
+  const_dnnl_op_desc_t op_desc = nullptr;
+  const_dnnl_primitive_attr_t attr = nullptr;
+  const char* implementation = nullptr;
+  // A reorder has no op descriptor to remake it from; it splits its work per run anyway.
+  if (dnnl_primitive_desc_query(made, dnnl_query_primitive_kind, 0, &kind) != dnnl_success ||
+      kind == dnnl_reorder || dnnl_primitive_desc_query(made, dnnl_query_op_d, 0, &op_desc) != dnnl_success ||
+      !op_desc || dnnl_primitive_desc_get_attr(made, &attr) != dnnl_success ||
+      dnnl_primitive_desc_query(made, dnnl_query_impl_info_str, 0, &implementation) != dnnl_success) {
+    return std::nullopt;
+  }
+  auto same_as_made = [&](const_dnnl_primitive_desc_t candidate) {
+    const char* name = nullptr;
+    if (dnnl_primitive_desc_query(candidate, dnnl_query_impl_info_str, 0, &name) != dnnl_success ||
+        std::string(name) != implementation) {
+      return false;
+    }
+    for (const OnednnArg& arg : args_) {
+      const dnnl_memory_desc_t* ours = dnnl_primitive_desc_query_md(made, dnnl_query_exec_arg_md, arg.dnnl_arg);
+      const dnnl_memory_desc_t* theirs = dnnl_primitive_desc_query_md(candidate, dnnl_query_exec_arg_md, arg.dnnl_arg);
+      if (arg.dnnl_arg == DNNL_ARG_SCRATCHPAD) {
+        if (theirs && dnnl_memory_desc_get_size(theirs) > scratchpad_bytes_) return false;
+      } else if (!ours || !theirs || !dnnl_memory_desc_equal(ours, theirs)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  std::optional<dnnl::primitive> remade;
+  dnnl_primitive_desc_iterator_t iterator = nullptr;
+  if (dnnl_primitive_desc_iterator_create(&iterator, op_desc, attr, engine_.get(), nullptr) == dnnl_success) {
+    do {
+      dnnl_primitive_desc_t candidate = dnnl_primitive_desc_iterator_fetch(iterator);
+      if (!candidate) break;
+      const bool same = same_as_made(candidate);
+      dnnl_primitive_t primitive = nullptr;
+      if (same && dnnl_primitive_create(&primitive, candidate) == dnnl_success) remade.emplace(primitive);
+      dnnl_primitive_desc_destroy(candidate);
+      if (same) break;
+    } while (dnnl_primitive_desc_iterator_next(iterator) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(iterator);
+  }
+  omp_set_num_threads(saved_threads);
+  return remade;
 }
 
 std::unique_ptr<Kernel> reorderKernel(const dnnl::engine& engine, const dnnl::memory::desc& from,

@@ -7,10 +7,15 @@
 //
 // A primitive runs with the OpenMP threads it was created for (oneDNN sizes some work splits
 // then): factories create small ones under BuildThreads(1), since starting a parallel region
-// costs more than their whole work.
+// costs more than their whole work. A run given fewer threads than a primitive was made for
+// (the machine is busy: worker_pool.h's threadsToUse) runs a copy made for that many, made on
+// first need: the original would still split its work over every thread it was made for, and
+// wait at each step for the ones the OS does not schedule.
 #include <dnnl.h>
 
 #include <dnnl.hpp>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -46,12 +51,20 @@ class OnednnKernel : public Kernel {
   std::vector<std::vector<std::byte>> owned_;
 
  private:
+  // The primitive to run on `threads` threads, fewer than threads_.
+  const dnnl::primitive& primitiveFor(int threads) const;
+  // The same problem, implementation and memory formats made for `threads` threads; nullopt
+  // when oneDNN would choose differently or need a larger scratchpad.
+  std::optional<dnnl::primitive> remakeFor(int threads) const;
+
   std::string name_;
   dnnl::engine engine_;
   dnnl::primitive primitive_;
   size_t scratchpad_bytes_;
   std::vector<OnednnArg> args_;
   int threads_;
+  mutable std::mutex remade_mutex_;
+  mutable std::map<int, std::optional<dnnl::primitive>> remade_;
 };
 
 // A kernel copying input 0 laid out as `from` into output 0 laid out as `to`.
