@@ -1,8 +1,8 @@
 #include "estuary/ge/kernel_helpers.h"
 
-#include <omp.h>
-
 #include <algorithm>
+
+#include "worker_pool.h"
 
 namespace estuary::ge {
 
@@ -11,6 +11,7 @@ namespace {
 // Work (in cheap element-wise operations) below which a parallel region costs more than it
 // saves: waking the workers takes about 1 us when they spin and 10 us when they sleep.
 constexpr double kWorkPerThread = 32768;
+constexpr int64_t kShardsPerThread = 4;
 
 }  // namespace
 
@@ -28,15 +29,13 @@ void parallelFor(int64_t count, double cost_per_item, int max_threads,
     if (count > 0) body(0, count);
     return;
   }
-  // One contiguous range per thread: items cost the same, and each thread's range stays in
-  // the cache of the core that ran it last time.
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t thread = omp_get_thread_num();
-    const int64_t begin = count * thread / threads;
-    const int64_t end = count * (thread + 1) / threads;
+  // A few shards per thread, taken by whichever thread is free: a thread the OS holds up
+  // hands the rest of its share to the others (worker_pool.h).
+  const int64_t shards = std::min<int64_t>(count, int64_t{threads} * kShardsPerThread);
+  runShards(shards, threads - 1, [&](int64_t shard, int) {
+    const int64_t begin = count * shard / shards, end = count * (shard + 1) / shards;
     if (begin < end) body(begin, end);
-  }
+  });
 }
 
 }  // namespace estuary::ge

@@ -143,7 +143,9 @@ inline double elementAsDouble(DType dtype, const void* data, int64_t i) {
 // Runs body(begin, end) over [0, count) split into contiguous ranges, on up to `max_threads`
 // threads: as many as the work pays for. `cost_per_item` is the work of one item in units of
 // a cheap element-wise operation on one element; starting a parallel region costs about as
-// much as 32K of those, so small loops run on the calling thread alone.
+// much as 32K of those, so small loops run on the calling thread alone. Ranges go to
+// whichever thread is free (a few per thread), so a thread another process holds up delays
+// only the range it is in; the calling thread always takes part.
 void parallelFor(int64_t count, double cost_per_item, int max_threads,
                  const std::function<void(int64_t begin, int64_t end)>& body);
 
