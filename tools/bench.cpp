@@ -163,7 +163,7 @@ int runBench(const std::vector<std::string>& argv) {
       {
           {"batch", "N", "size of each input's leading symbolic dim", ""},
           {"input-shape", "SPEC", "input dims: \"x:8,3,224,224;y:-1,128\" (-1: from --batch or another input)", ""},
-          {"threads", "N", "intra-op threads; 0 is one per core", "0"},
+          {"threads", "N", "intra-op threads; 0 is one per core; a run uses fewer while other processes keep cores busy", "0"},
           deviceOption(),
           pluginOption("loading the model: one whose ops it brings"),
           {"warmup", "N", "untimed runs first", "10"},

@@ -105,7 +105,7 @@ int runRun(const std::vector<std::string>& argv) {
           {"output", "FILE", "the .npz archive to write the outputs to (-o)", ""},
           {"input", "NAME=FILE", "an input from a .npy file (repeatable)", "", true},
           {"inputs", "FILE", "inputs from an .npz archive, by array name (repeatable)", "", true},
-          {"threads", "N", "intra-op threads; 0 is one per core", "0"},
+          {"threads", "N", "intra-op threads; 0 is one per core; a run uses fewer while other processes keep cores busy", "0"},
           deviceOption(),
           pluginOption("loading the model: one whose ops it brings"),
           {"compress", "", "deflate the output archive, like np.savez_compressed", ""},
