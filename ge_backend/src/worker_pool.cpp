@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 #if defined(__x86_64__) || defined(__i386__)
@@ -91,9 +92,14 @@ class WorkerPool {
     job.open_seats = helpers;
     {
       std::lock_guard lock(mutex_);
-      while (workers_ < helpers) {
-        std::thread([this] { workerLoop(); }).detach();
-        ++workers_;
+      try {
+        while (workers_ < helpers) {
+          std::thread([this] { workerLoop(); }).detach();
+          ++workers_;
+        }
+      } catch (const std::system_error&) {
+        // No more threads to be had (a process or container limit): the call still
+        // completes, with the caller and the workers there are.
       }
       jobs_.push_back(&job);
       epoch_.fetch_add(1, std::memory_order_release);
