@@ -32,7 +32,7 @@ void parallelFor(int64_t count, double cost_per_item, int max_threads,
   // A few shards per thread, taken by whichever thread is free: a thread the OS holds up
   // hands the rest of its share to the others (worker_pool.h).
   const int64_t shards = std::min<int64_t>(count, int64_t{threads} * kShardsPerThread);
-  runShards(shards, threads - 1, [&](int64_t shard, int) {
+  runShards(shards, threads - 1, [&](int64_t shard) {
     const int64_t begin = count * shard / shards, end = count * (shard + 1) / shards;
     if (begin < end) body(begin, end);
   });

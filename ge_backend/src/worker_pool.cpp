@@ -42,21 +42,20 @@ constexpr auto kSpinTime = std::chrono::microseconds(200);
 constexpr int kCallerSpins = 4096;
 
 struct Job {
-  const std::function<void(int64_t, int)>* body = nullptr;
+  const std::function<void(int64_t)>* body = nullptr;
   int64_t shards = 0;
   std::atomic<int64_t> next{0};
-  int open_seats = 0;   // guarded by the pool's mutex
-  int seats_taken = 0;  // guarded by the pool's mutex
+  int open_seats = 0;  // guarded by the pool's mutex
   std::atomic<int> working{0};
   std::mutex error_mutex;
   std::exception_ptr error;
 
   bool open() const { return open_seats > 0 && next.load(std::memory_order_relaxed) < shards; }
 
-  void work(int participant) {
+  void work() {
     for (int64_t shard; (shard = next.fetch_add(1, std::memory_order_relaxed)) < shards;) {
       try {
-        (*body)(shard, participant);
+        (*body)(shard);
       } catch (...) {
         std::lock_guard lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -85,7 +84,7 @@ class WorkerPool {
     return *pool;
   }
 
-  void run(int64_t shards, int helpers, const std::function<void(int64_t, int)>& body) {
+  void run(int64_t shards, int helpers, const std::function<void(int64_t)>& body) {
     Job job;
     job.body = &body;
     job.shards = shards;
@@ -111,7 +110,7 @@ class WorkerPool {
         }
       }
     }
-    job.work(0);
+    job.work();
     {
       std::lock_guard lock(mutex_);
       jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
@@ -142,11 +141,10 @@ class WorkerPool {
     std::unique_lock lock(mutex_);
     for (;;) {
       if (Job* job = openJob()) {
-        const int participant = 1 + job->seats_taken++;
         --job->open_seats;
         job->working.fetch_add(1, std::memory_order_relaxed);
         lock.unlock();
-        job->work(participant);
+        job->work();
         job->working.fetch_sub(1, std::memory_order_release);  // the job may be gone after this
         lock.lock();
         continue;
@@ -258,11 +256,11 @@ int threadsToUse(int wanted) {
   return watch->threadsToUse(wanted);
 }
 
-void runShards(int64_t shards, int helpers, const std::function<void(int64_t shard, int participant)>& body) {
+void runShards(int64_t shards, int helpers, const std::function<void(int64_t shard)>& body) {
   if (shards <= 0) return;
   helpers = static_cast<int>(std::min<int64_t>(std::max(helpers, 0), shards - 1));
   if (helpers == 0) {
-    for (int64_t shard = 0; shard < shards; ++shard) body(shard, 0);
+    for (int64_t shard = 0; shard < shards; ++shard) body(shard);
     return;
   }
   WorkerPool::instance().run(shards, helpers, body);

@@ -13,13 +13,11 @@
 
 namespace estuary::ge {
 
-// Runs body(shard, participant) once for every shard in [0, shards), on the calling thread
-// and on up to `helpers` pool workers, shards taken in order by whichever thread is free.
-// `participant` is 0 on the calling thread and 1..helpers on workers, distinct among the
-// threads working on this call (per-thread partial results index by it). Returns when every
-// shard has run; rethrows the first exception a body threw. Calls may nest and may come
-// from several threads at once.
-void runShards(int64_t shards, int helpers, const std::function<void(int64_t shard, int participant)>& body);
+// Runs body(shard) once for every shard in [0, shards), on the calling thread and on up to
+// `helpers` pool workers, shards taken in order by whichever thread is free. Returns when
+// every shard has run; rethrows the first exception a body threw. Calls may nest and may
+// come from several threads at once.
+void runShards(int64_t shards, int helpers, const std::function<void(int64_t shard)>& body);
 
 // The threads a run should use out of `wanted` (at least 1): no more than the cores other
 // processes leave free. With more runnable threads than cores, the thread that runs the

@@ -158,7 +158,7 @@ class GemvKernel final : public Kernel {
     const float* b = static_cast<const float*>(args.inputs[1]);
     float* y = static_cast<float*>(args.outputs[0]);
     if (b_transposed_) {
-      runShards(shards_, threads - 1, [&](int64_t shard, int) {
+      runShards(shards_, threads - 1, [&](int64_t shard) {
         const int64_t n0 = shard * per_shard_, n1 = std::min(n_, n0 + per_shard_);
         dotRows<R>(a, k_, b, n_, n0, n1, y);
         applySteps(args, y, n0, n1);
@@ -169,7 +169,7 @@ class GemvKernel final : public Kernel {
     // partials are added in shard order once all of B has been read.
     float* partials = static_cast<float*>(args.scratch);
     const int64_t result = static_cast<int64_t>(rows_) * n_;
-    runShards(shards_, threads - 1, [&](int64_t shard, int) {
+    runShards(shards_, threads - 1, [&](int64_t shard) {
       float* partial = shard == 0 ? y : partials + (shard - 1) * result;
       std::fill(partial, partial + result, 0.f);
       const int64_t k0 = shard * per_shard_;
