@@ -127,6 +127,41 @@ void setPrecisionFrom(sdk::BuildConfig& config, const std::string& command, cons
   config.allow_slow_precision = args.flag("allow-slow-precision");
 }
 
+std::vector<OptionDecl> tuningOptionDecls() {
+  return {
+      {"tuning", "on|off",
+       "time each kernel a node could run (Estuary's GEMV or oneDNN, oneDNN's implementations, Winograd or "
+       "direct convolution) on this machine with the plan's shapes and threads, and keep the fastest; off: "
+       "built-in rules choose, and two builds of a model are the same",
+       "on"},
+      {"timing-cache", "FILE", "read measurements of earlier builds on this CPU from FILE (created if missing), "
+                               "and add this build's", ""},
+      {"tuning-budget", "SECONDS", "the most time tuning spends measuring; later nodes get the rules' choice", "60"},
+  };
+}
+
+void setTuningFrom(sdk::BuildConfig& config, const std::string& command, const Arguments& args) {
+  auto set = [&](const char* flag, const char* key, const std::string& value) {
+    try {
+      config.set(key, value);
+    } catch (const InputValueError& error) {
+      usageError("estuary ", command, ": --", flag, ": ", error.what());
+    }
+  };
+  set("tuning", "tune_kernels", args.value("tuning").value_or("on"));
+  if (auto cache = args.value("timing-cache")) set("timing-cache", "timing_cache", *cache);
+  if (auto budget = args.value("tuning-budget")) set("tuning-budget", "tuning_budget", *budget);
+}
+
+void printTuning(std::ostream& out, const ge::BuildReport& report, bool each) {
+  if (report.tuning.empty()) return;
+  out << "kernel tuning: " << report.tuning.size() << " nodes with a choice of kernels, "
+      << formatSeconds(report.tuning_seconds) << " measuring\n";
+  if (each) {
+    for (const std::string& line : report.tuning) out << "  " << line << "\n";
+  }
+}
+
 sdk::BuildConfig backendConfigFrom(const std::string& command, const Arguments& args) {
   sdk::BuildConfig config;
   try {
@@ -163,8 +198,8 @@ int runBuild(const std::vector<std::string>& argv) {
           {"threads", "N", "intra-op threads the plans are built for; 0 is one per core", "0"},
           deviceOption(),
           pluginOption("reading the graph: one whose ops it brings"),
-          {"kernels", "", "also list the device lowering's passes with their times and the kernel chosen "
-                          "for every step", ""},
+          {"kernels", "", "also list the device lowering's passes with their times, the kernel chosen "
+                          "for every step and the times tuning measured", ""},
           {"quiet", "", "print nothing but errors", ""},
       });
   std::vector<std::string> rest = argv;
@@ -172,6 +207,7 @@ int runBuild(const std::vector<std::string>& argv) {
     if (arg == "-o") arg = "--output";
   }
   args.addOptions(precisionOptionDecls());
+  args.addOptions(tuningOptionDecls());
   args.addOptions(limitOptionDecls());
   if (!args.parse(rest)) return 0;
   if (args.positionals().size() != 1) usageError("estuary build: expected one MODEL file (see --help)");
@@ -182,6 +218,7 @@ int runBuild(const std::vector<std::string>& argv) {
 
   sdk::BuildConfig config = backendConfigFrom("build", args);
   setPrecisionFrom(config, "build", args);
+  setTuningFrom(config, "build", args);
   setInputShapes(config, args.value("input-shape").value_or(""));
   std::shared_ptr<ge::CompiledModel> model = sdk::openModel(input, config);
 
@@ -201,6 +238,7 @@ int runBuild(const std::vector<std::string>& argv) {
   ge::BuildReport report = model->report();
   report.stages.push_back({"save", save_seconds});
   printReport(out, report);
+  printTuning(out, report, args.flag("kernels"));
   if (args.flag("kernels")) {
     out << "lowering passes:\n";
     for (const ge::BuildReport::Stage& pass : report.lowering) {

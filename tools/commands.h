@@ -1,5 +1,6 @@
 #pragma once
 #include <map>
+#include <ostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,12 @@ int runCompare(const std::vector<std::string>& args);  // python -m estuary.comp
 // --precision-mode and the options that go with it (build and convert), and the config they set.
 std::vector<OptionDecl> precisionOptionDecls();
 void setPrecisionFrom(sdk::BuildConfig& config, const std::string& command, const Arguments& args);
+// --tuning, --timing-cache and --tuning-budget (build and convert, which tune by default: the
+// time is paid once and the choices are kept in the offline model), and the config they set.
+std::vector<OptionDecl> tuningOptionDecls();
+void setTuningFrom(sdk::BuildConfig& config, const std::string& command, const Arguments& args);
+// What tuning chose, for a build's printout: a summary line, then with `each` a line per node.
+void printTuning(std::ostream& out, const ge::BuildReport& report, bool each);
 // --device NAME: the device to build for and run on.
 OptionDecl deviceOption();
 // The build options of --device, --threads, the resource limits and --plugin, as the SDK

@@ -211,6 +211,7 @@ int runConvert(const std::vector<std::string>& argv) {
       });
   args.addOptions(pipelineOptionDecls("O2"));
   args.addOptions(precisionOptionDecls());
+  args.addOptions(tuningOptionDecls());
   args.addOptions(limitOptionDecls());
   if (!args.parse(withAtcSpellings(argv))) return 0;
 
@@ -234,6 +235,7 @@ int runConvert(const std::vector<std::string>& argv) {
   }
   sdk::BuildConfig config = backendConfigFrom("convert", args);
   setPrecisionFrom(config, "convert", args);
+  setTuningFrom(config, "convert", args);
   setPipelineOptions(config, args, "O2");
   setInputShapes(config, args.value("input-shape").value_or(""));
   config.framework = sdk::frameworkName(args.value("framework").value_or(""));
@@ -318,6 +320,7 @@ int runConvert(const std::vector<std::string>& argv) {
     out << "activation memory: planned per input shape at run time (symbolic dims, or shapes that come from "
            "input values; fix dims with --input-shape to plan now)\n";
   }
+  printTuning(out, report, log >= LogLevel::Debug);
   if (log >= LogLevel::Debug) {
     if (manager) manager->printTimingReport(out);
     out << "kernels:\n";

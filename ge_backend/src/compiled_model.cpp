@@ -10,6 +10,7 @@
 #include "estuary/transforms/dce.h"
 #include "estuary/transforms/shape_inference.h"
 #include "plan.h"
+#include "tuning.h"
 
 namespace estuary::ge {
 
@@ -55,7 +56,7 @@ TensorDesc HostTensor::desc() const {
 }
 
 CompiledModel::CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& options, const Device& device)
-    : graph_(std::move(graph)), device_(device), options_(options) {
+    : graph_(std::move(graph)), device_(device), options_(options), tuner_(std::make_unique<Tuner>(options)) {
   options_.num_threads = num_threads_ = options.num_threads > 0 ? options.num_threads
                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::set<std::string> symbols;
@@ -155,6 +156,7 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
       if (!may_need_values) throw;
     }
   }
+  model->tuner_->saveCache();
   return model;
 }
 
@@ -250,7 +252,7 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
   }
   std::shared_ptr<const Plan> plan;
   try {
-    plan = buildPlan(*graph_, inputs, device_, options_, report_, shape_values);
+    plan = buildPlan(*graph_, inputs, device_, options_, report_, tuner_.get(), shape_values);
   } catch (const ResourceLimitError&) {
     throw;
   } catch (const std::bad_alloc&) {
@@ -264,7 +266,7 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
     for (size_t i = 0; i < inputs.size(); ++i) any |= candidates[i] = mayBeShapeInput(inputs[i]);
     if (shape_inputs_decided_ || !values || !any) throw;
     shape_values = shapeValues(candidates);
-    plan = buildPlan(*graph_, inputs, device_, options_, report_, shape_values);
+    plan = buildPlan(*graph_, inputs, device_, options_, report_, tuner_.get(), shape_values);
     shape_inputs_ = candidates;
     key = shapeSignature(inputs) + valueSignature(shape_values);
   }

@@ -20,6 +20,7 @@
 #include "estuary/plugin/loader.h"
 #include "estuary/serialize/serialize.h"
 #include "plan.h"
+#include "tuning.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "offline models store little-endian integers and tensor bytes");
@@ -38,12 +39,15 @@ constexpr size_t kInlineTensorLimit = 1024;
 
 // In header order. The file holds the metadata sections in kMetadataSections order, then
 // the weights.
-enum Section { kGraph, kWeightTable, kPlanShapes, kWeights, kPlugins, kDimRanges, kProperties, kNumSections };
-constexpr const char* kSectionNames[kNumSections] = {"graph",   "weight table", "plan shapes", "weights",
-                                                     "plugins", "dim ranges",   "properties"};
-constexpr Section kMetadataSections[] = {kGraph, kWeightTable, kPlanShapes, kPlugins, kDimRanges, kProperties};
+enum Section {
+  kGraph, kWeightTable, kPlanShapes, kWeights, kPlugins, kDimRanges, kProperties, kTactics, kNumSections
+};
+constexpr const char* kSectionNames[kNumSections] = {"graph",      "weight table", "plan shapes", "weights",
+                                                     "plugins",    "dim ranges",   "properties",  "tactics"};
+constexpr Section kMetadataSections[] = {kGraph,     kWeightTable, kPlanShapes, kPlugins,
+                                         kDimRanges, kProperties,  kTactics};
 // The format version that added each section; older files lack it.
-constexpr uint32_t kSectionSince[kNumSections] = {1, 1, 1, 1, 2, 3, 4};
+constexpr uint32_t kSectionSince[kNumSections] = {1, 1, 1, 1, 2, 3, 4, 5};
 
 // Fixed codes, independent of the DType enum's numbering (see offline_model.h).
 constexpr DType kDTypeByCode[] = {DType::Undefined, DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
@@ -432,16 +436,30 @@ std::map<std::string, DimRange> readDimRanges(std::string_view bytes, const std:
   return ranges;
 }
 
-std::map<std::string, std::string> readProperties(std::string_view bytes, const std::string& path) {
-  std::map<std::string, std::string> properties;
-  if (bytes.empty()) return properties;  // a file from before format version 4
-  ByteReader reader(bytes, path, "properties");
+// The properties and tactics sections: u64 count, then text pairs.
+std::map<std::string, std::string> readTextPairs(std::string_view bytes, const std::string& path,
+                                                 const char* section) {
+  std::map<std::string, std::string> pairs;
+  if (bytes.empty()) return pairs;  // a file from before the format version that added the section
+  ByteReader reader(bytes, path, section);
   for (uint64_t count = reader.count(8); count > 0; --count) {
     std::string key = reader.text();
-    properties[std::move(key)] = reader.text();
+    pairs[std::move(key)] = reader.text();
   }
-  if (!reader.atEnd()) reader.fail(reader.remaining(), " bytes after the last property");
-  return properties;
+  if (!reader.atEnd()) reader.fail(reader.remaining(), " bytes after the last entry");
+  return pairs;
+}
+
+std::map<std::string, std::string> readProperties(std::string_view bytes, const std::string& path) {
+  return readTextPairs(bytes, path, "properties");
+}
+
+void writeTextPairs(ByteWriter& writer, const std::map<std::string, std::string>& pairs) {
+  writer.u64(pairs.size());
+  for (const auto& [key, value] : pairs) {
+    writer.text(key);
+    writer.text(value);
+  }
 }
 
 }  // namespace
@@ -538,11 +556,9 @@ void CompiledModel::writeTo(ByteSink& file) const {
   }
 
   ByteWriter properties;
-  properties.u64(options_.properties.size());
-  for (const auto& [key, value] : options_.properties) {
-    properties.text(key);
-    properties.text(value);
-  }
+  writeTextPairs(properties, options_.properties);
+  ByteWriter tactics;
+  writeTextPairs(tactics, tuner_->usedTactics());
 
   std::string_view contents[kNumSections];
   contents[kGraph] = graph_bytes;
@@ -551,6 +567,7 @@ void CompiledModel::writeTo(ByteSink& file) const {
   contents[kPlugins] = plugins.bytes();
   contents[kDimRanges] = dim_ranges.bytes();
   contents[kProperties] = properties.bytes();
+  contents[kTactics] = tactics.bytes();
   uint64_t offsets[kNumSections], sizes[kNumSections];
   uint64_t position = kHeaderSize;
   for (Section s : kMetadataSections) {
@@ -628,6 +645,7 @@ std::shared_ptr<CompiledModel> CompiledModel::loadMapped(const MappedFile& file,
   if (model_options.dim_ranges.empty()) model_options.dim_ranges = readDimRanges(header.sections[kDimRanges], path);
   model_options.properties = readProperties(header.sections[kProperties], path);
   std::shared_ptr<CompiledModel> model(new CompiledModel(std::move(graph), model_options, device));
+  model->tuner_->addRecorded(readTextPairs(header.sections[kTactics], path, "tactics"));
   for (Node* node : model->graph_->nodes()) ++model->report_.ops_after[node->qualifiedOpType()];
   model->report_.weight_bytes = weight_bytes;
   model->report_.stages.push_back({"load", secondsSince(started)});

@@ -13,6 +13,7 @@
 #include "data_dependent.h"
 #include "estuary/transforms/shape_inference.h"
 #include "plan.h"
+#include "tuning.h"
 
 namespace estuary::ge {
 
@@ -246,7 +247,7 @@ bool LoweringContext::kernelExists(const Node& node, const std::vector<Layout>& 
 }
 
 std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDesc>& inputs, const Device& device,
-                                const BuildOptions& options, BuildReport& report,
+                                const BuildOptions& options, BuildReport& report, Tuner* tuner,
                                 const std::vector<Tensor>& shape_input_values) {
   const int num_threads = options.num_threads;
   auto started = std::chrono::steady_clock::now();
@@ -360,6 +361,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     ++report.ops_after[node->qualifiedOpType()];
     KernelBuildContext context = contextFor(*node, device, num_threads, layoutsOf(node->inputs(), layouts),
                                             layoutsOf(node->outputs(), layouts));
+    context.setTuner(tuner);
     PendingStep entry;
     entry.node = node;
     entry.kernel = device.kernels().create(context);
@@ -393,6 +395,10 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     }
     report.kernels.push_back(entry.label);
     steps.push_back(std::move(entry));
+  }
+  if (tuner) {
+    report.tuning = tuner->takeReportLines();
+    report.tuning_seconds = tuner->secondsSpent();
   }
 
   auto addCopy = [&](size_t source, const TensorDesc& desc, Slot::Kind kind, uint32_t index, const std::string& what) {

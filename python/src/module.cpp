@@ -411,7 +411,9 @@ PYBIND11_MODULE(_estuary, m) {
          const std::string& pipeline, const std::vector<std::string>& disable, int threads,
          const std::string& device, const std::string& precision_mode, const std::optional<std::string>& precision_lists,
          const std::optional<std::string>& modify_mixlist, const std::optional<std::string>& keep_dtype,
-         bool allow_slow_precision, const py::object& limits, const std::optional<std::string>& framework, const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs,
+         bool allow_slow_precision, bool tune_kernels, const std::optional<std::string>& timing_cache,
+         double tuning_budget, const py::object& limits, const std::optional<std::string>& framework,
+         const std::optional<std::string>& weights, const std::vector<std::string>& allowed_dirs,
          const std::optional<std::string>& signature, const std::vector<std::string>& outputs,
          const std::map<std::string, std::string>& keys, const py::object& extensions) {
         python::LoadArguments load{framework, weights, allowed_dirs, signature, outputs, keys, extensions};
@@ -425,6 +427,9 @@ PYBIND11_MODULE(_estuary, m) {
         config.modify_mixlist = modify_mixlist.value_or("");
         config.keep_dtype = keep_dtype.value_or("");
         config.allow_slow_precision = allow_slow_precision;
+        config.backend.tune_kernels = tune_kernels;
+        config.set("timing_cache", timing_cache.value_or(""));
+        config.set("tuning_budget", std::to_string(tuning_budget));
         config.backend.num_threads = threads;
         config.backend.limits = python::limitsOf(limits);
         ModelInput input = python::modelInputOf(model);
@@ -437,6 +442,7 @@ PYBIND11_MODULE(_estuary, m) {
       py::arg("pipeline") = "O2", py::arg("disable") = std::vector<std::string>{}, py::arg("threads") = 0,
       py::arg("device") = "cpu", py::arg("precision_mode") = "origin", py::arg("precision_lists") = py::none(),
       py::arg("modify_mixlist") = py::none(), py::arg("keep_dtype") = py::none(), py::arg("allow_slow_precision") = false,
+      py::arg("tune_kernels") = false, py::arg("timing_cache") = py::none(), py::arg("tuning_budget") = 60.0,
       py::arg("limits") = py::none(), ESTUARY_LOAD_KWARGS,
       (std::string("Converts a framework's model into a runnable Model, like `estuary convert`: translate,\n"
                    "fix input_shapes ({'x': [1, 3, 224, 224]}, -1 keeps a dim symbolic, '1~16' or (1, 16) bounds it;\n"
@@ -447,6 +453,10 @@ PYBIND11_MODULE(_estuary, m) {
                    "    or ATC's names; precision_lists, modify_mixlist and keep_dtype are files as `estuary convert`\n"
                    "    takes them; a 16-bit mode this CPU has no fast kernels for is refused unless\n"
                    "    allow_slow_precision=True.\n"
+                   "tune_kernels: time each kernel a node could run on this machine and keep the fastest, as\n"
+                   "    `estuary convert` does by default (off here: builds stay fast and reproducible);\n"
+                   "    timing_cache: a file of earlier measurements, reused and extended; tuning_budget: the\n"
+                   "    most seconds measuring may take.\n"
                    "limits: {'tensor': '4GiB', 'plan': ..., 'run': ..., 'plans': 16}, any of them, replacing\n"
                    "    this machine's defaults (default_limits()); a model past them raises ResourceLimitError.\n") +
        python::kLoadKwargsDoc).c_str());
@@ -505,6 +515,7 @@ PYBIND11_MODULE(_estuary, m) {
         result["lower_bound_bytes"] = report.lower_bound_bytes;
         result["weight_bytes"] = report.weight_bytes;
         result["kernels"] = report.kernels;
+        result["tuning"] = report.tuning;  // per node with a choice of kernels: the choice and its times
         result["properties"] = model.compiled().properties();
         py::dict node_dtypes;  // the dtype each node of the built graph computes its first result in
         for (const Node* node : model.compiled().graph().nodes()) {

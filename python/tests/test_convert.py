@@ -45,6 +45,29 @@ def test_convert_fixes_shapes_optimizes_builds_and_saves(model_file, tmp_path):
     np.testing.assert_array_equal(estuary.Model(output).run([x])[0], expected(x))
 
 
+def test_tune_kernels_times_the_choices_and_keeps_them(tmp_path):
+    weights = ((np.arange(64 * 32) % 9) * 0.125 - 0.5).astype(np.float32)
+    path = tmp_path / "linear.testmodel"
+    path.write_text("# estuary test model\n"
+                    "graph @linear(%x: f32[1,64]) {\n"
+                    "  %w = Constant() {value = tensor<f32[64,32]> [" + ", ".join(map(str, weights)) + "]} : f32[64,32]\n"
+                    "  %y = MatMul(%x, %w) : f32[1,32]\n"
+                    "  return %y\n"
+                    "}\n")
+    cache, output = tmp_path / "timing.cache", str(tmp_path / "tuned.eom")
+    rules = estuary.convert(str(path))
+    assert rules.report()["tuning"] == []  # off unless asked
+    tuned = estuary.convert(str(path), output, tune_kernels=True, timing_cache=str(cache))
+    [line] = tuned.report()["tuning"]
+    assert "(measured: cpu:gemv " in line and "onednn:gemm:jit" in line
+    assert cache.exists()
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64)
+    np.testing.assert_allclose(tuned.run([x])[0], x @ weights.reshape(64, 32), rtol=1e-5, atol=1e-5)
+    # The offline model keeps the choice.
+    [loaded_line] = estuary.Model(output, threads=tuned.num_threads).report()["tuning"]
+    assert "from the offline model" in loaded_line
+
+
 @pytest.mark.parametrize("input_shapes", [{"x": ["1~3", 4]}, {"x": [(1, 3), 4]}, "x:1~3,4"])
 def test_input_shape_ranges_as_the_command_line_takes_them(model_file, tmp_path, input_shapes):
     output = str(tmp_path / "ranged.eom")

@@ -1,6 +1,8 @@
 #include "estuary/sdk/options.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
 
 #include "estuary/support/error.h"
@@ -64,6 +66,16 @@ size_t byteSizeOf(std::string_view key, std::string_view text) {
   } catch (const Error& error) {
     raiseAs<InputValueError>("build option '", key, "': ", error.what());
   }
+}
+
+double secondsOf(std::string_view key, std::string_view text) {
+  const std::string value(trim(text));
+  char* end = nullptr;
+  const double seconds = value.empty() ? -1 : std::strtod(value.c_str(), &end);
+  if (seconds < 0 || end != value.c_str() + value.size() || !std::isfinite(seconds)) {
+    raiseAs<InputValueError>("build option '", key, "' needs seconds (a number of at least 0), got '", text, "'");
+  }
+  return seconds;
 }
 
 std::string deviceOf(std::string_view key, std::string_view text) {
@@ -136,6 +148,14 @@ const std::vector<KeyEntry>& keyTable() {
       {{"fuse_epilogues", "BOOL", "move bias adds, residual adds and activations into the matrix products before "
                                   "them (default true)"},
        [](BuildConfig& c, auto k, auto v) { c.backend.fuse_epilogues = booleanOf(k, v); }},
+      {{"tune_kernels", "BOOL", "time each kernel a node could run on this machine and keep the fastest (default "
+                                "false here; estuary convert and build tune unless --tuning off)"},
+       [](BuildConfig& c, auto k, auto v) { c.backend.tune_kernels = booleanOf(k, v); }},
+      {{"timing_cache", "FILE", "a timing cache: problems measured in an earlier build are not timed again, and "
+                                "what this build measures is added"},
+       [](BuildConfig& c, auto, auto v) { c.backend.timing_cache = trim(v); }},
+      {{"tuning_budget", "SECONDS", "the most time tuning may spend measuring (default 60)"},
+       [](BuildConfig& c, auto k, auto v) { c.backend.tuning_budget_seconds = secondsOf(k, v); }},
       {{"max_tensor_size", "SIZE", "refuse any one value larger than this (512MB, 4GiB)"},
        [](BuildConfig& c, auto k, auto v) { c.backend.limits.tensor_bytes = byteSizeOf(k, v); }},
       {{"max_plan_size", "SIZE", "refuse a plan whose activation memory is larger than this"},

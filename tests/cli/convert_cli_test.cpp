@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "cli_support.h"
@@ -161,6 +162,38 @@ TEST_F(ConvertCli, TakesDirectoriesFilePairsAndFrontendOptions) {
   CliRun atc_number = convert(path("m.testmodel") + " --framework 5 -o " + path("x.eom"));
   EXPECT_EQ(atc_number.exit_code, 1);
   EXPECT_CONTAINS(atc_number.output, "not a model the onnx frontend reads");
+}
+
+TEST_F(ConvertCli, TunesKernelsUnlessToldNotToAndKeepsATimingCache) {
+  std::ostringstream weights;
+  for (int i = 0; i < 64 * 32; ++i) weights << (i ? ", " : "") << (i % 9) * 0.125 - 0.5;
+  std::ofstream(path("linear.testmodel")) << "# estuary test model\n"
+                                             "graph @linear(%x: f32[1,64]) {\n"
+                                             "  %w = Constant() {value = tensor<f32[64,32]> [" << weights.str()
+                                          << "]} : f32[64,32]\n"
+                                             "  %y = MatMul(%x, %w) : f32[1,32]\n"
+                                             "  return %y\n"
+                                             "}\n";
+  const std::string model = path("linear.testmodel");
+  CliRun tuned = convert(model + " -o " + path("tuned.eom") + " --timing-cache " + path("cache.txt") + " --log debug");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_CONTAINS(tuned.output, "kernel tuning: 1 nodes with a choice of kernels");
+  EXPECT_CONTAINS(tuned.output, "(measured: cpu:gemv ");
+  EXPECT_TRUE(fs::exists(path("cache.txt")));
+  CliRun again = convert(model + " -o " + path("again.eom") + " --timing-cache " + path("cache.txt") + " --log debug");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_CONTAINS(again.output, "(from the timing cache: cpu:gemv ");
+
+  CliRun rules = convert(model + " -o " + path("rules.eom") + " --tuning off");
+  ASSERT_EQ(rules.exit_code, 0) << rules.output;
+  EXPECT_EQ(rules.output.find("kernel tuning"), std::string::npos) << rules.output;
+
+  CliRun bad = convert(model + " -o " + path("bad.eom") + " --tuning maybe");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_CONTAINS(bad.output, "build option 'tune_kernels' is a switch");
+  CliRun budget = convert(model + " -o " + path("bad.eom") + " --tuning-budget -1");
+  EXPECT_EQ(budget.exit_code, 2);
+  EXPECT_CONTAINS(budget.output, "build option 'tuning_budget' needs seconds");
 }
 
 TEST_F(ConvertCli, RefusesBadUsage) {

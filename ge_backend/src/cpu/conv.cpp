@@ -145,16 +145,25 @@ bool winogradApplies(const ConvGeometry& geometry, const dnnl::memory::desc& src
   return true;
 }
 
+// Which convolution algorithms convPrimitive may use.
+enum class ConvAlgorithms {
+  Preferred,     // Winograd where winogradApplies and oneDNN has it, else direct
+  DirectOnly,
+  WinogradOnly,  // no primitive where there is no Winograd kernel
+};
+
 std::optional<ConvPrimitive> convPrimitive(const dnnl::engine& engine, bool transpose, const dnnl::memory::desc& src,
                                            const dnnl::memory::desc& weights, const dnnl::memory::desc& bias,
                                            const dnnl::memory::desc& dst, const ConvGeometry& geometry,
-                                           const dnnl::primitive_attr& attr) {
+                                           const dnnl::primitive_attr& attr,
+                                           ConvAlgorithms algorithms = ConvAlgorithms::Preferred,
+                                           std::string_view implementation = {}) {
   dnnl::memory::dims strides(geometry.strides.begin(), geometry.strides.end());
   dnnl::memory::dims dilations, pad_l(geometry.pad_begin.begin(), geometry.pad_begin.end()),
       pad_r(geometry.pad_end.begin(), geometry.pad_end.end());
   for (int64_t d : geometry.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
   ConvPrimitive result;
-  if (!transpose && winogradApplies(geometry, src)) {
+  if (algorithms != ConvAlgorithms::DirectOnly && !transpose && winogradApplies(geometry, src)) {
     try {
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd,
                                            src, weights, bias, dst, strides, dilations, pad_l, pad_r);
@@ -165,11 +174,15 @@ std::optional<ConvPrimitive> convPrimitive(const dnnl::engine& engine, bool tran
       // no Winograd kernel for these descs or post-ops: the direct one below
     }
   }
+  if (algorithms == ConvAlgorithms::WinogradOnly) return std::nullopt;
   try {
     if (!transpose) {
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                            src, weights, bias, dst, strides, dilations, pad_l, pad_r);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+      while (!implementation.empty() && implName(pd) != implementation) {
+        if (!pd.next_impl()) return std::nullopt;
+      }
       result = {dnnl::convolution_forward(pd), pd.src_desc(), pd.dst_desc(), pd.weights_desc(),
                 pd.scratchpad_desc(), "onednn:conv " + implName(pd)};
     } else {
@@ -184,6 +197,36 @@ std::optional<ConvPrimitive> convPrimitive(const dnnl::engine& engine, bool tran
     return std::nullopt;
   }
   return result;
+}
+
+// The direct implementations oneDNN has for a convolution of `src` into `dst` with weights in
+// any format, the best of each family ("jit_1x1", "jit", "jit_dw"), in oneDNN's order.
+std::vector<std::string> directConvImplementations(const dnnl::engine& engine, const dnnl::memory::desc& src,
+                                                   const dnnl::memory::desc& weights, const dnnl::memory::desc& dst,
+                                                   const ConvGeometry& geometry) {
+  dnnl::memory::dims strides(geometry.strides.begin(), geometry.strides.end());
+  dnnl::memory::dims dilations, pad_l(geometry.pad_begin.begin(), geometry.pad_begin.end()),
+      pad_r(geometry.pad_end.begin(), geometry.pad_end.end());
+  for (int64_t d : geometry.dilations) dilations.push_back(d - 1);
+  std::vector<std::string> names;
+  try {
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                         dnnl::memory::desc(weights.dims(), weights.data_type(),
+                                                            dnnl::memory::format_tag::any),
+                                         dst, strides, dilations, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(desc, scratchpadAttr(), engine);
+    do {
+      const std::string name = implName(pd);
+      if (!ConvPrimitive{{}, {}, {}, {}, {}, name}.direct()) continue;
+      const bool family_listed = std::any_of(names.begin(), names.end(), [&](const std::string& listed) {
+        return implFamily(listed) == implFamily(name);
+      });
+      if (!family_listed) names.push_back(name);
+    } while (pd.next_impl());
+  } catch (const dnnl::error&) {
+    return {};
+  }
+  return names;
 }
 
 // A convolution on plain tensors computed in the blocked layout oneDNN's direct kernels
@@ -283,8 +326,9 @@ class ResidualInPlaceConvKernel final : public Kernel {
   size_t residual_;
 };
 
-std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
-                                   const Epilogue& epilogue) {
+std::unique_ptr<Kernel> onednnConvWith(const KernelBuildContext& context, const ConvGeometry& geometry,
+                                       bool transpose, const Epilogue& epilogue, ConvAlgorithms algorithms,
+                                       std::string_view implementation) {
   const DType dtype = context.output(0).dtype;
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return nullptr;
   if (geometry.in.size() < 1 || geometry.in.size() > 3) return nullptr;
@@ -327,13 +371,15 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
   dnnl::memory::desc bias_md = bias ? bias->desc : dnnl::memory::desc();
 
   std::optional<ConvPrimitive> conv =
-      convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, attr);
+      convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, attr, algorithms,
+                    implementation);
   std::optional<ConvPrimitive> blocked;
   if (plain && (!conv || !conv->direct())) {
     auto any = [&](const dnnl::memory::desc& desc) {
       return dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::any);
     };
-    blocked = convPrimitive(engine, transpose, any(src), weights_request, bias_md, any(dst), geometry, attr);
+    blocked = convPrimitive(engine, transpose, any(src), weights_request, bias_md, any(dst), geometry, attr,
+                            algorithms);
     if (blocked && (!blocked->direct() || context.numInputs() > ReorderedConvKernel::kMaxInputs)) blocked.reset();
   }
   // A layout was chosen for speed: a slow implementation for it is declined, so that the
@@ -381,7 +427,8 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
     dnnl::primitive_attr sum_attr = scratchpadAttr();
     sum_attr.set_post_ops(sum_ops);
     std::optional<ConvPrimitive> summed =
-        convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, sum_attr);
+        convPrimitive(engine, transpose, src, weights_request, bias_md, dst, geometry, sum_attr, algorithms,
+                      implementation);
     if (!summed || !summed->direct()) return kernel;
     return std::make_unique<ResidualInPlaceConvKernel>(std::move(kernel), packed(*summed, std::move(sum_args)),
                                                        steps[*residual].input);
@@ -390,6 +437,32 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
       reorderKernel(engine, src, blocked->src, "onednn:reorder"), std::move(kernel),
       reorderKernel(engine, blocked->dst, dst, "onednn:reorder"), blocked->src.get_size(), blocked->dst.get_size(),
       context.numInputs());
+}
+
+// Winograd (where winogradApplies) and each family of oneDNN's direct kernels (jit_1x1 or the
+// general jit for a 1x1 convolution, for instance): the rules take Winograd, else oneDNN's
+// first choice; a build that tunes times them all.
+std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
+                                   const Epilogue& epilogue) {
+  const DType dtype = context.output(0).dtype;
+  std::vector<KernelTactic> tactics;
+  auto addTactic = [&](std::string name, ConvAlgorithms algorithms, std::string implementation) {
+    tactics.push_back({std::move(name), [&context, &geometry, &epilogue, transpose, algorithms, implementation] {
+                         return onednnConvWith(context, geometry, transpose, epilogue, algorithms, implementation);
+                       }});
+  };
+  const bool onednn_float = dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16;
+  if (!transpose && onednn_float && context.input(0).dtype == dtype) {
+    const dnnl::memory::desc src = layoutDesc(context.input(0));
+    if (winogradApplies(geometry, src)) addTactic("onednn:winograd", ConvAlgorithms::WinogradOnly, "");
+    for (const std::string& name : directConvImplementations(cpuOf(context).engine(), src,
+                                                             weightsDesc(geometry, dtype, false),
+                                                             layoutDesc(context.output(0)), geometry)) {
+      addTactic("onednn:" + name, ConvAlgorithms::DirectOnly, name);
+    }
+  }
+  if (tactics.size() < 2) return onednnConvWith(context, geometry, transpose, epilogue, ConvAlgorithms::Preferred, "");
+  return context.choose(tactics);
 }
 
 // ---------------------------------------------------------------------------- own kernel

@@ -23,29 +23,44 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
   return strides;
 }
 
-// For f32, oneDNN 2.6's first choice is brgemm, which keeps f32 weights plain (format
-// `any` resolves to abc, so nothing is pre-packed) and copies B's blocks on every run; its
+// oneDNN's implementations of `pd`'s problem, each a primitive_desc of its own, best first
+// by the rules below; ref, its slow reference code, only when it is the only one.
+//
+// For f32, oneDNN 2.6's first choice is brgemm, which keeps f32 weights plain (format `any`
+// resolves to abc, so nothing is pre-packed) and copies B's blocks on every run; its
 // BLAS-style gemm:jit is faster on transformer shapes: BERT-base's FFN-in product
-// (128x768 by 768x3072) takes 11.3 ms on brgemm and 5.4 ms on gemm:jit, one thread. Returns
-// the gemm:jit implementation of `pd`'s problem when oneDNN offers one, else `pd` itself
-// (never a slower fallback such as ref).
-dnnl::matmul::primitive_desc preferJitGemm(const dnnl::matmul::primitive_desc& pd) {
-  dnnl::matmul::primitive_desc candidate = pd;
+// (128x768 by 768x3072) takes 11.3 ms on brgemm and 5.4 ms on gemm:jit, one thread. So
+// gemm:jit comes first, and a build that tunes measures the rest.
+std::vector<dnnl::matmul::primitive_desc> matmulImplementations(const dnnl::matmul::primitive_desc& pd) {
+  std::vector<dnnl::matmul::primitive_desc> implementations;
+  // next_impl() moves the handle itself (copies share it): each one kept is a clone.
+  dnnl::matmul::primitive_desc walker = pd;
+  auto isReference = [](const auto& candidate) { return implName(candidate).rfind("ref", 0) == 0; };
   do {
-    if (implName(candidate).rfind("gemm:jit", 0) == 0) return candidate;
-  } while (candidate.next_impl());
-  return pd;
+    dnnl_primitive_desc_t clone = nullptr;
+    dnnl::error::wrap_c_api(dnnl_primitive_desc_clone(&clone, walker.get()), "could not clone a primitive desc");
+    implementations.emplace_back(clone);
+  } while (walker.next_impl());
+  if (!std::all_of(implementations.begin(), implementations.end(), isReference)) {
+    implementations.erase(std::remove_if(implementations.begin(), implementations.end(), isReference),
+                          implementations.end());
+  }
+  std::stable_partition(implementations.begin(), implementations.end(), [](const auto& candidate) {
+    return candidate.src_desc().data_type() == dnnl::memory::data_type::f32 &&
+           implName(candidate).rfind("gemm:jit", 0) == 0;
+  });
+  return implementations;
 }
 
-// A oneDNN matmul of src x weights -> dst with optional bias and post-ops. `weights`
-// comes from input 1 unless `constant_weights` is given: then it is pre-packed if the
-// primitive wants another format than `weights`. Returns nullptr when oneDNN has no
-// implementation for the combination.
-std::unique_ptr<Kernel> onednnMatmul(const KernelBuildContext& context, const std::string& label,
-                                     const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
-                                     const dnnl::memory::desc& dst, const void* constant_weights,
-                                     std::optional<OnednnArg> bias, const dnnl::post_ops& post_ops,
-                                     std::vector<OnednnArg> extra_args, float output_scale = 1.f) {
+// A oneDNN matmul of src x weights -> dst with optional bias and post-ops, one tactic per
+// implementation oneDNN has for it (none when it has none). `weights` comes from input 1
+// unless `constant_weights` is given: then it is pre-packed if an implementation wants
+// another format than `weights`.
+std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context, const std::string& label,
+                                              const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                                              const dnnl::memory::desc& dst, const void* constant_weights,
+                                              std::optional<OnednnArg> bias, const dnnl::post_ops& post_ops,
+                                              std::vector<OnednnArg> extra_args, float output_scale = 1.f) {
   const dnnl::engine& engine = cpuOf(context).engine();
   dnnl::primitive_attr attr = scratchpadAttr();
   attr.set_post_ops(post_ops);
@@ -53,32 +68,39 @@ std::unique_ptr<Kernel> onednnMatmul(const KernelBuildContext& context, const st
   dnnl::memory::desc weights_request =
       constant_weights ? dnnl::memory::desc(weights.dims(), weights.data_type(), dnnl::memory::format_tag::any)
                        : weights;
-  dnnl::matmul::primitive_desc pd;
+  std::vector<dnnl::matmul::primitive_desc> implementations;
   try {
     dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(src, weights_request, bias->desc, dst)
                                    : dnnl::matmul::desc(src, weights_request, dst);
-    pd = dnnl::matmul::primitive_desc(desc, attr, engine);
-    if (src.data_type() == dnnl::memory::data_type::f32) pd = preferJitGemm(pd);
+    implementations = matmulImplementations(dnnl::matmul::primitive_desc(desc, attr, engine));
   } catch (const dnnl::error&) {
-    return nullptr;
+    return {};
   }
-  std::vector<OnednnArg> args{{DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src},
-                              {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
-                              {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}};
-  std::vector<std::vector<std::byte>> owned;
-  // A constant already in the primitive's format (gemm:jit takes f32 weights plain) is read
-  // where it is stored: a copy would keep the weights resident twice.
-  if (constant_weights && pd.weights_desc() != weights) {
-    if (!context.probing()) owned.push_back(reorderConstant(engine, constant_weights, weights, pd.weights_desc()));
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, pd.weights_desc(),
-                    owned.empty() ? nullptr : owned.back().data()});
-  } else {
-    args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
+  std::vector<KernelTactic> tactics;
+  for (const dnnl::matmul::primitive_desc& pd : implementations) {
+    auto make = [&context, label, src, weights, dst, constant_weights, bias, extra_args, engine,
+                 pd]() -> std::unique_ptr<Kernel> {
+      std::vector<OnednnArg> args{{DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src},
+                                  {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
+                                  {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}};
+      std::vector<std::vector<std::byte>> owned;
+      // A constant already in the primitive's format (gemm:jit takes f32 weights plain) is read
+      // where it is stored: a copy would keep the weights resident twice.
+      if (constant_weights && pd.weights_desc() != weights) {
+        if (!context.probing()) owned.push_back(reorderConstant(engine, constant_weights, weights, pd.weights_desc()));
+        args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, pd.weights_desc(),
+                        owned.empty() ? nullptr : owned.back().data()});
+      } else {
+        args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
+      }
+      if (bias) args.push_back(*bias);
+      for (const OnednnArg& arg : extra_args) args.push_back(arg);
+      return std::make_unique<PackedOnednnKernel>("onednn:" + label + " " + implName(pd), engine, dnnl::matmul(pd),
+                                                  pd.scratchpad_desc().get_size(), std::move(args), std::move(owned));
+    };
+    tactics.push_back({"onednn:" + implName(pd), std::move(make)});
   }
-  if (bias) args.push_back(*bias);
-  for (OnednnArg& arg : extra_args) args.push_back(std::move(arg));
-  return std::make_unique<PackedOnednnKernel>("onednn:" + label + " " + implName(pd), engine, dnnl::matmul(pd),
-                                              pd.scratchpad_desc().get_size(), std::move(args), std::move(owned));
+  return tactics;
 }
 
 // A leading Bias step becomes the primitive's own bias argument (broadcast along the last
@@ -526,8 +548,12 @@ std::unique_ptr<Kernel> makeEinsum(const KernelBuildContext& context) {
     if (onednn && step.batch * step.m * step.n * step.k > 0) {
       std::vector<int64_t> a_dims{step.batch, step.m, step.k}, b_dims{step.batch, step.k, step.n},
           out_dims{step.batch, step.m, step.n};
-      step.matmul = onednnMatmul(context, "matmul", plainDesc(a_dims, DType::F32), plainDesc(b_dims, DType::F32),
-                                 plainDesc(out_dims, DType::F32), nullptr, std::nullopt, dnnl::post_ops(), {});
+      // The rules' choice: a tuner would time the Einsum node, not this product.
+      for (const KernelTactic& tactic :
+           onednnMatmulTactics(context, "matmul", plainDesc(a_dims, DType::F32), plainDesc(b_dims, DType::F32),
+                               plainDesc(out_dims, DType::F32), nullptr, std::nullopt, dnnl::post_ops(), {})) {
+        if ((step.matmul = tactic.make())) break;
+      }
       if (!step.matmul) return nullptr;
       matmul_scratch = std::max(matmul_scratch, step.matmul->scratchBytes());
     } else {
@@ -581,10 +607,12 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
   }
   if (!onednnFloat(dtype)) return epilogue.empty() ? ownMatMul(dtype, shape, trans_b) : nullptr;
   const bool b_is_matrix = std::all_of(shape.b.begin(), shape.b.end() - 2, [](int64_t d) { return d == 1; });
+  std::vector<KernelTactic> tactics;
   if (dtype == DType::F32 && b_is_matrix && a.numElements() <= kGemvMaxRows * shape.k) {
-    if (auto kernel = makeGemvKernel(context, a.numElements() / shape.k, shape.k, shape.n, trans_b, epilogue.steps)) {
-      return kernel;
-    }
+    tactics.push_back({"cpu:gemv", [&context, &epilogue, &shape, &a, trans_b] {
+                         return makeGemvKernel(context, a.numElements() / shape.k, shape.k, shape.n, trans_b,
+                                               epilogue.steps);
+                       }});
   }
   dnnl::memory::desc b_md = plainDesc(shape.b, dtype);
   if (trans_b) {
@@ -600,15 +628,17 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
   std::optional<OnednnArg> bias = takeLeadingBias(context, steps, shape.n, shape.out.size());
   dnnl::post_ops post_ops;
   std::vector<OnednnArg> extra;
-  if (!appendEpilogue(context, steps, dst, static_cast<int>(shape.out.size()) - 1,
-                      post_ops, extra)) {
-    return nullptr;
+  if (appendEpilogue(context, steps, dst, static_cast<int>(shape.out.size()) - 1, post_ops, extra)) {
+    // A constant B is pre-packed, unless transposed: then it is read in place, so that no
+    // second copy of a large weight (a tied embedding) is resident.
+    const Tensor* constant_b = trans_b ? nullptr : context.constantInput(1);
+    for (KernelTactic& tactic :
+         onednnMatmulTactics(context, trans_b ? "matmul(transB)" : "matmul", plainDesc(shape.a, dtype), b_md, dst,
+                             constant_b ? constant_b->data() : nullptr, bias, post_ops, std::move(extra))) {
+      tactics.push_back(std::move(tactic));
+    }
   }
-  // A constant B is pre-packed, unless transposed: then it is read in place, so that no
-  // second copy of a large weight (a tied embedding) is resident.
-  const Tensor* constant_b = trans_b ? nullptr : context.constantInput(1);
-  return onednnMatmul(context, trans_b ? "matmul(transB)" : "matmul", plainDesc(shape.a, dtype), b_md, dst,
-                      constant_b ? constant_b->data() : nullptr, bias, post_ops, std::move(extra));
+  return context.choose(tactics);
 }
 
 std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
@@ -632,12 +662,15 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
       default: return nullptr;  // a 16-bit float Gemm with K = 0
     }
   }
+  std::vector<KernelTactic> tactics;
   if (dtype == DType::F32 && !trans_a && m <= kGemvMaxRows && (!has_c || beta == 1.0)) {
-    std::vector<EpilogueStep> steps;
-    if (alpha != 1.0) steps.push_back(EpilogueStep::scale(static_cast<float>(alpha)));
-    if (has_c) steps.push_back(EpilogueStep::residual(2));
-    steps.insert(steps.end(), epilogue.steps.begin(), epilogue.steps.end());
-    if (auto kernel = makeGemvKernel(context, m, k, n, trans_b, steps)) return kernel;
+    std::vector<EpilogueStep> gemv_steps;
+    if (alpha != 1.0) gemv_steps.push_back(EpilogueStep::scale(static_cast<float>(alpha)));
+    if (has_c) gemv_steps.push_back(EpilogueStep::residual(2));
+    gemv_steps.insert(gemv_steps.end(), epilogue.steps.begin(), epilogue.steps.end());
+    tactics.push_back({"cpu:gemv", [&context, m, k, n, trans_b, gemv_steps] {
+                         return makeGemvKernel(context, m, k, n, trans_b, gemv_steps);
+                       }});
   }
   // Transposed operands are the same bytes with swapped strides.
   dnnl::memory::desc a_md({m, k}, dnnlType(dtype), trans_a ? dnnl::memory::dims{1, m} : dnnl::memory::dims{k, 1});
@@ -663,10 +696,15 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
   std::vector<EpilogueStep> user_steps = epilogue.steps;
   if (!bias && steps.empty() && output_scale == 1.f) bias = takeLeadingBias(context, user_steps, n, 2);
   steps.insert(steps.end(), user_steps.begin(), user_steps.end());
-  if (!appendEpilogue(context, steps, dst, 1, post_ops, extra)) return nullptr;
-  const Tensor* constant_b = context.constantInput(1);
-  return onednnMatmul(context, "gemm", a_md, b_md, dst, constant_b ? constant_b->data() : nullptr, bias, post_ops,
-                      std::move(extra), output_scale);
+  if (appendEpilogue(context, steps, dst, 1, post_ops, extra)) {
+    const Tensor* constant_b = context.constantInput(1);
+    for (KernelTactic& tactic : onednnMatmulTactics(context, "gemm", a_md, b_md, dst,
+                                                    constant_b ? constant_b->data() : nullptr, bias, post_ops,
+                                                    std::move(extra), output_scale)) {
+      tactics.push_back(std::move(tactic));
+    }
+  }
+  return context.choose(tactics);
 }
 
 }  // namespace

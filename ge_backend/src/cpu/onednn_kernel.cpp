@@ -190,4 +190,6 @@ std::optional<Layout> layoutOf(const dnnl::memory::desc& chosen, const TensorDes
 
 std::string implName(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
 
+std::string implFamily(const std::string& impl_name) { return impl_name.substr(0, impl_name.rfind(':')); }
+
 }  // namespace estuary::ge::cpu

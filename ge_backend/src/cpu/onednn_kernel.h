@@ -85,5 +85,8 @@ dnnl::memory::desc layoutDesc(const TensorDesc& desc);
 std::optional<Layout> layoutOf(const dnnl::memory::desc& chosen, const TensorDesc& desc);
 // The implementation oneDNN picked, e.g. "brg:avx512_core_amx".
 std::string implName(const dnnl::primitive_desc_base& pd);
+// An implementation's name without the instruction set it was made for: "jit_1x1" for
+// "jit_1x1:avx2". oneDNN lists a family's variants together, the best instruction set first.
+std::string implFamily(const std::string& impl_name);
 
 }  // namespace estuary::ge::cpu

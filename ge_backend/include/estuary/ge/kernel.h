@@ -96,6 +96,17 @@ class Kernel {
 };
 
 class Device;
+class Tuner;
+
+// One way to compute a node (KernelBuildContext::choose): an implementation or algorithm
+// that may win on one CPU or shape and lose on another.
+struct KernelTactic {
+  // Stable across builds and machines ("cpu:gemv", "onednn:gemm:jit", "onednn:winograd"):
+  // timing caches and offline models record choices by it.
+  std::string name;
+  // nullptr when the tactic does not handle the node after all.
+  std::function<std::unique_ptr<Kernel>()> make;
+};
 
 // What a kernel factory sees.
 class KernelBuildContext {
@@ -121,6 +132,13 @@ class KernelBuildContext {
   bool probing() const { return probing_; }
   void setProbing(bool probing) { probing_ = probing; }
 
+  // The kernel of one of `tactics`, listed in the order the built-in rules prefer them. A
+  // build that tunes (BuildOptions::tune_kernels) times each on this node's shapes and keeps
+  // the fastest, or reuses the choice a timing cache or the offline model recorded; any other
+  // build takes the first tactic that makes a kernel. nullptr when none does.
+  std::unique_ptr<Kernel> choose(const std::vector<KernelTactic>& tactics) const;
+  void setTuner(Tuner* tuner) { tuner_ = tuner; }
+
   // Attribute access with the op schema's defaults applied.
   const Attribute* attr(std::string_view name) const;
   int64_t intAttr(std::string_view name) const;
@@ -142,6 +160,7 @@ class KernelBuildContext {
   const Device& device_;
   int max_threads_;
   bool probing_ = false;
+  Tuner* tuner_ = nullptr;
 };
 
 // Returns a kernel, or nullptr when this implementation does not handle the case (another

@@ -62,6 +62,17 @@ struct BuildOptions {
   // How the model was made, saved in the offline model and shown by `estuary convert --mode
   // info` ("precision": "mixed-bf16: 72 nodes in bf16, ...").
   std::map<std::string, std::string> properties;
+  // Kernel choice measured on this machine, as TensorRT's tactics are: where a node has
+  // several kernels (Estuary's GEMV or oneDNN, oneDNN's implementations, Winograd or direct
+  // convolution), each is timed on the plan's shapes with this build's threads and the
+  // fastest kept. The choices are saved in the offline model. Off: the built-in rules choose,
+  // and two builds of one model always run the same kernels.
+  bool tune_kernels = false;
+  // A timing cache file (TensorRT's): read before tuning, so that a problem measured once on
+  // this CPU is not timed again, and rewritten with what the build measured. Empty: none.
+  std::string timing_cache;
+  // The most seconds one model's tuning may spend measuring; later nodes get the rules' choice.
+  double tuning_budget_seconds = 60;
   // How much memory a tensor, a plan and a run may take, and how many plans are kept. Not
   // saved in the offline model: they belong to the machine that runs it.
   ResourceLimits limits = ResourceLimits::forThisMachine();
@@ -92,6 +103,10 @@ struct BuildReport {
   std::vector<std::string> kernels;      // one line per step: node and kernel
   std::vector<Stage> lowering;           // the device lowering's passes and their times
   size_t layout_reorders = 0;            // estuary::Reorder steps the layout assignment added
+  // Tuning (BuildOptions::tune_kernels): one line per node with a choice of kernels, with the
+  // time of each tactic and where the choice came from (measured, timing cache, offline model).
+  std::vector<std::string> tuning;
+  double tuning_seconds = 0;  // spent measuring, over every plan built so far
 };
 
 // Time spent in one step of a plan over the runs since profiling was switched on.
@@ -119,6 +134,7 @@ struct IoInfo {
 
 class Plan;
 class PlanState;
+class Tuner;
 struct ByteSink;
 class RunContext;
 
@@ -171,6 +187,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   std::unique_ptr<Graph> graph_;  // lowered, shape-generic
   const Device& device_;
   BuildOptions options_;
+  std::unique_ptr<Tuner> tuner_;  // the kernel choices of every plan, measured or recorded
   int num_threads_;
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;

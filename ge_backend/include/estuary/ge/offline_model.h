@@ -12,11 +12,11 @@
 //     56   char[32] device ISA, e.g. "avx512_core_amx", NUL-padded
 //     88   char[32] Estuary version that wrote the file, NUL-padded
 //     120  u64 reserved, zero
-//     128  seven sections, each u64 offset and u64 size in bytes:
+//     128  eight sections, each u64 offset and u64 size in bytes:
 //            graph, weight table, plan shapes, weights, plugins (version 2 on), dim ranges
-//            (version 3 on), properties (version 4 on); the file holds them in the order
-//            graph, weight table, plan shapes, plugins, dim ranges, properties, weights
-//     240  reserved up to 256, zero
+//            (version 3 on), properties (version 4 on), tactics (version 5 on); the file
+//            holds them in the order graph, weight table, plan shapes, plugins, dim ranges,
+//            properties, tactics, weights
 //   graph         the lowered graph in core's serialized form (saveGraphToBytes); tensor
 //                 attributes larger than 1 KiB are zero-element placeholders there and their
 //                 bytes live in the weights section
@@ -34,6 +34,11 @@
 //                 name, i64 smallest and i64 largest size a run may give it
 //   properties    u64 count, then per property: u32 length and the key, u32 length and the
 //                 value (BuildOptions::properties: how the model was made, e.g. its precision)
+//   tactics       u64 count, then per node problem whose kernel was chosen among several:
+//                 u32 length and the problem's key (CPU model, device, threads, op,
+//                 attributes, types), u32 length and the tactic; load() reuses a choice when
+//                 the loading machine gives the same key, so kernels measured at build are
+//                 not timed again (BuildOptions::tune_kernels)
 //   weights       at a 64-byte aligned file offset, each tensor 64-byte aligned within; load()
 //                 maps the file and wraps these bytes without copying them
 //
@@ -44,7 +49,7 @@
 
 namespace estuary::ge {
 
-inline constexpr uint32_t kOfflineModelFormatVersion = 4;
+inline constexpr uint32_t kOfflineModelFormatVersion = 5;
 inline constexpr char kOfflineModelExtension[] = ".eom";
 
 // What an offline model's header and properties say, read without building anything (so on

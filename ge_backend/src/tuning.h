@@ -1,0 +1,61 @@
+#pragma once
+// Kernel choice measured at build, per shape, on the machine at hand (TensorRT's tactics).
+//
+// A kernel factory with several ways to compute a node lists them as KernelTactics
+// (KernelBuildContext::choose). The Tuner of a compiled model keys each such problem by the
+// CPU, the thread count, the op, its attributes and its input and output types, and
+// answers with the tactic recorded for the key (by an earlier plan, the offline model or a
+// timing cache file) or, when the build tunes, times every tactic on synthetic inputs and
+// records the fastest.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "estuary/ge/kernel.h"
+
+namespace estuary::ge {
+
+struct BuildOptions;
+
+class Tuner {
+ public:
+  // Reads options.timing_cache when set and present; raises naming the file and line when
+  // it is not a timing cache.
+  explicit Tuner(const BuildOptions& options);
+
+  std::unique_ptr<Kernel> choose(const KernelBuildContext& context, const std::vector<KernelTactic>& tactics);
+
+  // The choices this model's plans made, by problem key: what the offline model keeps.
+  std::map<std::string, std::string> usedTactics() const;
+  // An offline model's choices, reused for plans of the same problems on the same CPU.
+  void addRecorded(const std::map<std::string, std::string>& tactics);
+  // Rewrites the timing cache file (when one was given) with every record, old and new.
+  void saveCache() const;
+  // Report lines since the last call, and the seconds measuring took in total.
+  std::vector<std::string> takeReportLines();
+  double secondsSpent() const;
+
+ private:
+  enum class Source { Measured, CacheFile, OfflineModel };
+  struct Record {
+    std::string chosen;
+    std::string times;  // "cpu:gemv 0.181 ms, onednn:gemm:jit 0.412 ms": what was measured
+    Source source;
+  };
+
+  const bool measure_;
+  const double budget_seconds_;
+  const std::string cache_path_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Record> records_;
+  std::map<std::string, std::string> used_;
+  std::vector<std::string> report_lines_;
+  double spent_seconds_ = 0;
+};
+
+// The timing cache key of a node's problem (exposed for tests).
+std::string tuningKey(const KernelBuildContext& context);
+
+}  // namespace estuary::ge

@@ -1,0 +1,151 @@
+// Kernel choice measured at build (BuildOptions::tune_kernels): each tactic timed, the
+// fastest kept, the choice reused from the timing cache and the offline model, the budget
+// and the off switch respected, and a bad cache file refused by name and line.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "estuary/ge/model.h"
+#include "estuary/text/parser.h"
+
+namespace estuary::ge {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kDepth = 128, kWidth = 256;
+
+// x[1,128] x W[128,256] + b, then Relu: a product with few rows, which Estuary's GEMV and
+// oneDNN's gemm:jit both compute.
+std::string linearGraphText() {
+  std::ostringstream weights, bias;
+  for (int64_t i = 0; i < kDepth * kWidth; ++i) weights << (i ? ", " : "") << ((i * 37) % 17) * 0.0625 - 0.5;
+  for (int64_t i = 0; i < kWidth; ++i) bias << (i ? ", " : "") << (i % 5) * 0.25;
+  return "graph @linear(%x: f32[1,128]) {\n"
+         "  %w = Constant() {value = tensor<f32[128,256]> [" + weights.str() + "]} : f32[128,256]\n"
+         "  %b = Constant() {value = tensor<f32[256]> [" + bias.str() + "]} : f32[256]\n"
+         "  %p = MatMul(%x, %w) : f32[1,256]\n"
+         "  %a = Add(%p, %b) : f32[1,256]\n"
+         "  %y = Relu(%a) : f32[1,256]\n"
+         "  return %y\n"
+         "}\n";
+}
+
+class Tuning : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("estuary_tuning_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
+    fs::create_directories(dir_);
+    graph_ = parseGraph(linearGraphText());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  BuildOptions tuned() const {
+    BuildOptions options;
+    options.num_threads = 1;
+    options.tune_kernels = true;
+    options.timing_cache = path("timing.cache");
+    return options;
+  }
+  // The kernel the plan runs for the product (its line in the build report).
+  static std::string productKernel(const CompiledModel& model) {
+    for (const std::string& line : model.report().kernels) {
+      if (line.find("MatMul") != std::string::npos) return line.substr(line.find(" -> ") + 4);
+    }
+    return "none";
+  }
+  static std::vector<float> run(const CompiledModel& model) {
+    std::vector<float> x(kDepth);
+    for (int64_t k = 0; k < kDepth; ++k) x[k] = std::sin(0.1f * static_cast<float>(k));
+    auto context = model.createContext();
+    HostTensor input = HostTensor::of(TensorDesc::of(DType::F32, {1, kDepth}), x.data());
+    const HostTensor& output = context->run({input})[0];
+    const float* values = static_cast<const float*>(output.data);
+    return std::vector<float>(values, values + kWidth);
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Graph> graph_;
+};
+
+TEST_F(Tuning, TimesEachTacticKeepsTheFastestAndComputesTheSameResult) {
+  auto rules = CompiledModel::build(*graph_, BuildOptions{});
+  EXPECT_TRUE(rules->report().tuning.empty());  // off unless asked
+  EXPECT_NE(productKernel(*rules).find("cpu:gemv"), std::string::npos) << productKernel(*rules);
+
+  auto model = CompiledModel::build(*graph_, tuned());
+  ASSERT_EQ(model->report().tuning.size(), 1u);
+  const std::string& line = model->report().tuning[0];
+  EXPECT_NE(line.find("measured: cpu:gemv "), std::string::npos) << line;
+  EXPECT_NE(line.find(", onednn:gemm:jit "), std::string::npos) << line;
+  EXPECT_GT(model->report().tuning_seconds, 0);
+  // The report names the tactic the plan runs.
+  const size_t start = line.find("): ") + 3;
+  const std::string chosen = line.substr(start, line.find(" (", start) - start);
+  EXPECT_NE(productKernel(*model).find(chosen == "cpu:gemv" ? "cpu:gemv" : "gemm:jit"), std::string::npos)
+      << chosen << " vs " << productKernel(*model);
+
+  const std::vector<float> expected = run(*rules), got = run(*model);
+  for (int64_t n = 0; n < kWidth; ++n) EXPECT_NEAR(got[n], expected[n], 1e-4f) << n;
+}
+
+TEST_F(Tuning, ATimingCacheAndTheOfflineModelKeepTheChoice) {
+  auto first = CompiledModel::build(*graph_, tuned());
+  ASSERT_TRUE(fs::exists(path("timing.cache")));
+  const std::string chosen = productKernel(*first);
+
+  auto second = CompiledModel::build(*graph_, tuned());
+  ASSERT_EQ(second->report().tuning.size(), 1u);
+  EXPECT_NE(second->report().tuning[0].find("from the timing cache"), std::string::npos) << second->report().tuning[0];
+  EXPECT_EQ(second->report().tuning_seconds, 0);
+  EXPECT_EQ(productKernel(*second), chosen);
+
+  first->save(path("model.eom"));
+  BuildOptions untuned;
+  untuned.num_threads = 1;
+  auto loaded = CompiledModel::load(path("model.eom"), untuned);
+  ASSERT_EQ(loaded->report().tuning.size(), 1u);
+  EXPECT_NE(loaded->report().tuning[0].find("from the offline model"), std::string::npos)
+      << loaded->report().tuning[0];
+  EXPECT_EQ(productKernel(*loaded), chosen);
+  EXPECT_EQ(loaded->report().tuning_seconds, 0);
+}
+
+TEST_F(Tuning, ASpentBudgetLeavesTheChoiceToTheRules) {
+  BuildOptions options = tuned();
+  options.tuning_budget_seconds = 0;
+  auto model = CompiledModel::build(*graph_, options);
+  ASSERT_EQ(model->report().tuning.size(), 1u);
+  EXPECT_NE(model->report().tuning[0].find("budget of 0 s was spent"), std::string::npos) << model->report().tuning[0];
+  EXPECT_NE(productKernel(*model).find("cpu:gemv"), std::string::npos);
+  EXPECT_EQ(model->report().tuning_seconds, 0);
+}
+
+TEST_F(Tuning, ABadTimingCacheIsRefusedByFileAndLine) {
+  std::ofstream(path("timing.cache")) << "# estuary timing cache 1\nkey without tabs\n";
+  try {
+    CompiledModel::build(*graph_, tuned());
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("timing.cache:2: expected 'key<TAB>tactic<TAB>times'"), std::string::npos)
+        << error.what();
+  }
+  std::ofstream(path("timing.cache")) << "{\"not\": \"a cache\"}\n";
+  try {
+    CompiledModel::build(*graph_, tuned());
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("timing.cache:1: not an Estuary timing cache"), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace estuary::ge
