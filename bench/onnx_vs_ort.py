@@ -8,6 +8,7 @@ bar for the memory-bound GPT-2 decode step, whose weight streaming rate follows 
     .venvs/torch/bin/python bench/onnx_vs_ort.py --models resnet50 --threads 1 --batches 1
     .venvs/torch/bin/python bench/onnx_vs_ort.py --engines estuary onnxruntime
     .venvs/torch/bin/python bench/onnx_vs_ort.py --threads 2 --busy 1   # one core held by another process
+    .venvs/torch/bin/python bench/onnx_vs_ort.py --tuning off   # Estuary's built-in kernel rules only
 
 Each measurement runs in a fresh process that imports only NumPy and one engine, so peak
 RSS is the engine's own; OpenVINO runs in .venvs/openvino (bench/envs/openvino.txt, made on
@@ -17,7 +18,8 @@ shared machine (it can add 40%) hits all alike. Each engine runs with its own de
 workers (ONNX Runtime's spin, Estuary's short spin, GOMP_SPINCOUNT=10000 set by `import
 estuary`) and for latency: ORT with all graph optimizations, OpenVINO with
 PERFORMANCE_HINT=LATENCY and f32 inference precision (its default on CPUs with bf16 would be
-bf16), both with the thread count asked for.
+bf16), both with the thread count asked for. Estuary converts as `estuary convert` does, with
+kernel tuning (--tuning off: the built-in rules), so its load time includes the measuring.
 """
 import argparse
 import json
@@ -88,7 +90,7 @@ def worker(args):
         import estuary
 
         shapes = {name: list(value.shape) for name, value in inputs.items()}
-        model = estuary.convert(args.onnx, input_shapes=shapes, threads=threads)
+        model = estuary.convert(args.onnx, input_shapes=shapes, threads=threads, tune_kernels=args.tuning == "on")
         run = lambda: model.run(inputs)  # noqa: E731
     elif args.worker == "openvino":
         _, compiled = openvino_model(args.onnx, inputs, threads)
@@ -115,7 +117,7 @@ def measure(engine, onnx_path, inputs_path, threads, args):
         python = common.python_of(ENGINE_ENVIRONMENTS[engine])
     command = [python, __file__, "--worker", engine, "--onnx", onnx_path, "--inputs", inputs_path,
                "--threads", str(threads), "--iterations", str(args.iterations), "--seconds", str(args.seconds),
-               "--warmup", str(args.warmup)]
+               "--warmup", str(args.warmup), "--tuning", args.tuning]
     done = subprocess.run(command, env=environment, capture_output=True, text=True)
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -155,6 +157,8 @@ def main():
     parser.add_argument("--iterations", type=int, default=20, help="at least this many timed runs")
     parser.add_argument("--seconds", type=float, default=5.0, help="and at least this long")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--tuning", choices=("on", "off"), default="on",
+                        help="Estuary's kernel tuning at conversion, as `estuary convert` does (default on)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternate the engines this many times per configuration; medians of the rounds")
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES,
@@ -188,7 +192,7 @@ def compare(engines, args):
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import models
 
-    print(f"CPU: {common.cpu_model()}")
+    print(f"CPU: {common.cpu_model()}; Estuary's kernel tuning {args.tuning}")
     if args.busy:
         print(f"{args.busy} other process{'es' if args.busy > 1 else ''} spinning on the CPU throughout (--busy)")
     probe = bandwidth_probe(args.threads)

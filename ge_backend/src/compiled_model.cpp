@@ -252,7 +252,7 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
   }
   std::shared_ptr<const Plan> plan;
   try {
-    plan = buildPlan(*graph_, inputs, device_, options_, report_, tuner_.get(), shape_values);
+    plan = buildTunedPlan(inputs, shape_values);
   } catch (const ResourceLimitError&) {
     throw;
   } catch (const std::bad_alloc&) {
@@ -266,7 +266,7 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
     for (size_t i = 0; i < inputs.size(); ++i) any |= candidates[i] = mayBeShapeInput(inputs[i]);
     if (shape_inputs_decided_ || !values || !any) throw;
     shape_values = shapeValues(candidates);
-    plan = buildPlan(*graph_, inputs, device_, options_, report_, tuner_.get(), shape_values);
+    plan = buildTunedPlan(inputs, shape_values);
     shape_inputs_ = candidates;
     key = shapeSignature(inputs) + valueSignature(shape_values);
   }
@@ -280,6 +280,21 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
   plan_use_order_.push_front(key);
   plans_.emplace(std::move(key), CachedPlan{plan, plan_use_order_.begin()});
   return plan;
+}
+
+std::shared_ptr<Plan> CompiledModel::buildTunedPlan(const std::vector<TensorDesc>& inputs,
+                                                    const std::vector<Tensor>& shape_values) const {
+  const std::vector<Layout> layouts = device_.activationLayouts();
+  if (options_.activation_layout || layouts.empty()) {
+    return buildPlan(*graph_, inputs, device_, options_, report_, tuner_.get(), shape_values);
+  }
+  auto build = [&](std::optional<Layout> layout, BuildReport& report) {
+    BuildOptions options = options_;
+    options.activation_layout = layout;
+    return buildPlan(*graph_, inputs, device_, options, report, tuner_.get(), shape_values);
+  };
+  return tuner_->choosePlan(planTuningKey(*graph_, inputs, device_, num_threads_), layouts, device_, num_threads_,
+                            build, report_);
 }
 
 std::unique_ptr<RunContext> CompiledModel::createContext() const {

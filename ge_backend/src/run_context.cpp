@@ -1,5 +1,3 @@
-#include <omp.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -134,13 +132,7 @@ void RunContext::execute(const std::vector<HostTensor>& inputs, void* const* out
   input_pointers_.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) input_pointers_[i] = inputs[i].data;
   const int threads = threadsToUse(model_->numThreads());
-  // OpenMP's thread count is the calling thread's setting, which the caller (PyTorch, whose
-  // torch.compile guards on it, shares this OpenMP runtime) must find as it left it.
-  struct OpenMpThreads {
-    const int saved = omp_get_max_threads();
-    explicit OpenMpThreads(int threads) { omp_set_num_threads(threads); }
-    ~OpenMpThreads() { omp_set_num_threads(saved); }
-  } openmp_threads(threads);
+  ScopedOpenMpThreads openmp_threads(threads);
   plan_state_->execute(input_pointers_.data(), outputs, threads, device_state_.get());
   if (!plan_->runtime_dims.empty()) plan_state_->producedDescs(produced_descs_);
 }

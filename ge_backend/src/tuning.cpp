@@ -1,7 +1,5 @@
 #include "tuning.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +14,8 @@
 #include "estuary/ge/model.h"
 #include "estuary/support/atomic_file.h"
 #include "estuary/support/error.h"
+#include "plan.h"
+#include "worker_pool.h"
 
 namespace estuary::ge {
 namespace {
@@ -27,6 +27,8 @@ constexpr char kCacheHeader[] = "# estuary timing cache 1";
 // kSecondsPerTactic, at least kMinRuns times; its time is the median.
 constexpr int kMinRuns = 3, kMaxRuns = 15;
 constexpr double kSecondsPerTactic = 0.05;
+// Whole plans: runs past the first kMinRuns stop after this long.
+constexpr double kSecondsPerPlan = 1.0;
 // A tactic replaces an earlier one (the rules prefer earlier ones) only when this much
 // faster: smaller differences are within the noise of a few timed runs on a shared machine.
 // MobileNetV2 at batch 8 ran 1.5% slower when a 4% faster 1x1 kernel replaced the rules' one.
@@ -165,6 +167,29 @@ void fillSynthetic(const TensorDesc& desc, void* data) {
   }
 }
 
+// The median seconds of run(): once to warm up, then kMinRuns times and on up to kMaxRuns
+// while the runs took less than `seconds`, each after prepare(), which is not timed; nullopt
+// when run() raises an Error.
+std::optional<double> medianSeconds(const std::function<void()>& run, double seconds,
+                                    const std::function<void()>& prepare = [] {}) {
+  try {
+    run();
+    std::vector<double> times;
+    double total = 0;
+    while (times.size() < kMinRuns || (times.size() < kMaxRuns && total < seconds)) {
+      prepare();
+      const auto before = Clock::now();
+      run();
+      times.push_back(std::chrono::duration<double>(Clock::now() - before).count());
+      total += times.back();
+    }
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    return times[times.size() / 2];
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 // The median seconds of a run of `kernel` on synthetic inputs of the context's types, with
 // the context's threads; nullopt when the kernel fails on them.
 std::optional<double> timeKernel(const Kernel& kernel, const KernelBuildContext& context) {
@@ -192,30 +217,44 @@ std::optional<double> timeKernel(const Kernel& kernel, const KernelBuildContext&
   std::unique_ptr<KernelState> state = kernel.createState();
   std::unique_ptr<DeviceRunState> device_state = context.device().createRunState();
   const int threads = std::max(context.maxThreads(), 1);
-  // As a run does (RunContext::execute): the team size is the calling thread's setting.
-  struct OpenMpThreads {
-    const int saved = omp_get_max_threads();
-    explicit OpenMpThreads(int threads) { omp_set_num_threads(threads); }
-    ~OpenMpThreads() { omp_set_num_threads(saved); }
-  } openmp_threads(threads);
+  ScopedOpenMpThreads openmp_threads(threads);  // as a run does (RunContext::execute)
   KernelArgs args{inputs.data(), outputs.data(), scratch.get(), threads, device_state.get()};
-  try {
-    kernel.run(args, state.get());
-    std::vector<double> seconds;
-    double total = 0;
-    while (seconds.size() < kMinRuns || (seconds.size() < kMaxRuns && total < kSecondsPerTactic)) {
-      evictCaches();
-      for (const auto& [data, bytes] : activations) touch(data, bytes);
-      const auto before = Clock::now();
-      kernel.run(args, state.get());
-      seconds.push_back(std::chrono::duration<double>(Clock::now() - before).count());
-      total += seconds.back();
-    }
-    std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-    return seconds[seconds.size() / 2];
-  } catch (const Error&) {
-    return std::nullopt;
+  return medianSeconds([&] { kernel.run(args, state.get()); }, kSecondsPerTactic, [&] {
+    evictCaches();
+    for (const auto& [data, bytes] : activations) touch(data, bytes);
+  });
+}
+
+// The median seconds of a whole run of `plan` on synthetic inputs; nullopt when a run
+// fails on them (a graph whose inputs must hold meaningful values).
+std::optional<double> timePlan(const Plan& plan, const Device& device, int threads) {
+  std::vector<AlignedBuffer> owned;
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  for (const TensorDesc& desc : plan.input_descs) {
+    owned.push_back(alignedBuffer(desc.byteSize()));
+    fillSynthetic(desc, owned.back().get());
+    inputs.push_back(owned.back().get());
   }
+  for (const TensorDesc& desc : plan.output_descs) {
+    owned.push_back(alignedBuffer(desc.byteSize()));
+    outputs.push_back(owned.back().get());
+  }
+  AlignedBuffer arena = alignedBuffer(plan.arena_bytes);
+  PlanState state(plan);
+  state.place(static_cast<std::byte*>(arena.get()));
+  std::unique_ptr<DeviceRunState> device_state = device.createRunState();
+  ScopedOpenMpThreads openmp_threads(threads);
+  return medianSeconds([&] { state.execute(inputs.data(), outputs.data(), threads, device_state.get()); },
+                       kSecondsPerPlan);
+}
+
+// The layout a plan keeps convolution activations in, or Plain when it keeps none.
+Layout activationLayoutOf(const Plan& plan) {
+  for (const Slot& slot : plan.slots) {
+    if (slot.desc.layout != Layout::Plain) return slot.desc.layout;
+  }
+  return Layout::Plain;
 }
 
 std::string formatMilliseconds(double seconds) {
@@ -239,6 +278,21 @@ std::string tuningKey(const KernelBuildContext& context) {
   }
   key << " ->";
   for (size_t o = 0; o < context.numOutputs(); ++o) key << ' ' << context.output(o).str();
+  return oneField(key.str());
+}
+
+std::string planTuningKey(const Graph& graph, const std::vector<TensorDesc>& inputs, const Device& device,
+                          int threads) {
+  std::string structure;
+  for (const Node* node : graph.nodes()) {
+    structure += node->qualifiedOpType();
+    for (const Value* output : node->outputs()) structure += ' ' + output->type().str();
+    structure += ';';
+  }
+  std::ostringstream key;
+  key << cpuModelName() << " | " << device.name() << '/' << device.isa() << " | " << threads << "t | plan of graph '"
+      << graph.name() << "' (" << graph.numNodes() << " nodes, #" << std::hex << std::hash<std::string>()(structure)
+      << std::dec << ") for " << shapeSignature(inputs);
   return oneField(key.str());
 }
 
@@ -351,6 +405,104 @@ std::unique_ptr<Kernel> Tuner::choose(const KernelBuildContext& context, const s
   use(best_name, best_name + (times.empty() ? " (no tactic ran on synthetic inputs: the rules chose)"
                                             : " (measured: " + times + ")"));
   return std::move(made[best].second);
+}
+
+std::shared_ptr<Plan> Tuner::choosePlan(const std::string& key, const std::vector<Layout>& layouts,
+                                        const Device& device, int threads, const PlanBuilder& build,
+                                        BuildReport& report) {
+  // "layout:rules" is the plan the rules make (they may leave some chains plain); the others
+  // force one layout on every chain.
+  const std::string rules_tactic = "layout:rules";
+  auto tacticOf = [](Layout layout) { return std::string("layout:") + layoutName(layout); };
+  auto layoutNamed = [&](const std::string& tactic) -> std::optional<std::optional<Layout>> {
+    if (tactic == rules_tactic) return std::optional<Layout>();
+    for (Layout layout : layouts) {
+      if (tactic == tacticOf(layout)) return std::optional<Layout>(layout);
+    }
+    return std::nullopt;
+  };
+  auto finish = [&](std::shared_ptr<Plan> plan, BuildReport chosen_report, const std::string& tactic,
+                    const std::string& how) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      used_[key] = tactic;
+    }
+    chosen_report.tuning.insert(chosen_report.tuning.begin(),
+                                "plan for inputs " + shapeSignature(plan->input_descs) + ": " + tactic + " (" + how +
+                                    ")");
+    report = std::move(chosen_report);
+    return plan;
+  };
+
+  std::optional<Record> recorded;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto found = records_.find(key); found != records_.end()) recorded = found->second;
+  }
+  if (recorded) {
+    if (std::optional<std::optional<Layout>> layout = layoutNamed(recorded->chosen)) {
+      BuildReport recorded_report = report;
+      std::shared_ptr<Plan> plan = build(*layout, recorded_report);
+      const char* from = recorded->source == Source::OfflineModel ? "the offline model"
+                         : recorded->source == Source::CacheFile  ? "the timing cache"
+                                                                  : "an earlier plan";
+      return finish(plan, std::move(recorded_report), recorded->chosen,
+                    std::string("from ") + from + (recorded->times.empty() ? "" : ": " + recorded->times));
+    }
+  }
+
+  BuildReport rules_report = report;
+  std::shared_ptr<Plan> rules = build(std::nullopt, rules_report);
+  const Layout rules_layout = activationLayoutOf(*rules);
+  // A plan without convolution chains has no layout to choose; neither has a build that
+  // does not tune, or whose budget is spent.
+  if (!measure_ || rules_layout == Layout::Plain || secondsSpent() >= budget_seconds_) {
+    report = std::move(rules_report);
+    return rules;
+  }
+  const auto started = Clock::now();
+  const double nodes_spent_before = secondsSpent();  // node tactics timed inside the builds count once
+  struct Candidate {
+    std::string tactic;
+    std::shared_ptr<Plan> plan;
+    BuildReport report;
+    double seconds;
+  };
+  std::optional<Candidate> best;
+  std::string times;
+  auto consider = [&](std::string tactic, std::shared_ptr<Plan> plan, BuildReport plan_report) {
+    std::optional<double> seconds = timePlan(*plan, device, threads);
+    if (!seconds) return;
+    times += (times.empty() ? "" : ", ") + tactic + " " + formatMilliseconds(*seconds);
+    if (!best || *seconds < best->seconds * (1 - kRequiredGain)) {
+      best = Candidate{std::move(tactic), std::move(plan), std::move(plan_report), *seconds};
+    }
+  };
+  consider(rules_tactic, rules, rules_report);
+  for (Layout layout : layouts) {
+    if (layout == rules_layout || !best) continue;  // no timing of the rules' plan, no comparison
+    BuildReport candidate_report = report;
+    std::shared_ptr<Plan> plan;
+    try {
+      plan = build(layout, candidate_report);
+    } catch (const Error&) {
+      continue;  // a layout some node has no kernel for
+    }
+    consider(tacticOf(layout), std::move(plan), std::move(candidate_report));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    spent_seconds_ += std::chrono::duration<double>(Clock::now() - started).count() -
+                      (spent_seconds_ - nodes_spent_before);
+    if (best) records_[key] = Record{best->tactic, times, Source::Measured};
+  }
+  if (!best) {  // the rules' plan did not run on synthetic inputs: no timing means no choice
+    report = std::move(rules_report);
+    return rules;
+  }
+  best->report.tuning_seconds = secondsSpent();
+  return finish(best->plan, std::move(best->report), best->tactic,
+                "the rules keep " + std::string(layoutName(rules_layout)) + "; measured: " + times);
 }
 
 std::map<std::string, std::string> Tuner::usedTactics() const {

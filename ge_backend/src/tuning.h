@@ -7,8 +7,10 @@
 // answers with the tactic recorded for the key (by an earlier plan, the offline model or a
 // timing cache file) or, when the build tunes, times every tactic on synthetic inputs and
 // records the fastest.
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -18,6 +20,8 @@
 namespace estuary::ge {
 
 struct BuildOptions;
+struct BuildReport;
+class Plan;
 
 class Tuner {
  public:
@@ -26,6 +30,14 @@ class Tuner {
   explicit Tuner(const BuildOptions& options);
 
   std::unique_ptr<Kernel> choose(const KernelBuildContext& context, const std::vector<KernelTactic>& tactics);
+
+  // The plan-wide choice of an activation layout for convolution chains. `build` makes the
+  // plan with a layout (nullopt: the rules' one) and fills its report. The rules' plan comes
+  // first; when it keeps activations in a layout, the plan is built in each of `layouts` as
+  // well and whole runs are timed. Returns the chosen plan with its report.
+  using PlanBuilder = std::function<std::shared_ptr<Plan>(std::optional<Layout>, BuildReport&)>;
+  std::shared_ptr<Plan> choosePlan(const std::string& key, const std::vector<Layout>& layouts, const Device& device,
+                                   int threads, const PlanBuilder& build, BuildReport& report);
 
   // The choices this model's plans made, by problem key: what the offline model keeps.
   std::map<std::string, std::string> usedTactics() const;
@@ -57,5 +69,8 @@ class Tuner {
 
 // The timing cache key of a node's problem (exposed for tests).
 std::string tuningKey(const KernelBuildContext& context);
+// The key of a plan's problem: the graph (its ops and types, not its weights) and the inputs.
+std::string planTuningKey(const Graph& graph, const std::vector<TensorDesc>& inputs, const Device& device,
+                          int threads);
 
 }  // namespace estuary::ge

@@ -18,6 +18,7 @@
 #include <vector>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <omp.h>
 #endif
 
 namespace estuary::ge {
@@ -265,5 +266,11 @@ void runShards(int64_t shards, int helpers, const std::function<void(int64_t sha
   }
   WorkerPool::instance().run(shards, helpers, body);
 }
+
+ScopedOpenMpThreads::ScopedOpenMpThreads(int threads) : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(threads);
+}
+
+ScopedOpenMpThreads::~ScopedOpenMpThreads() { omp_set_num_threads(saved_); }
 
 }  // namespace estuary::ge

@@ -26,4 +26,18 @@ void runShards(int64_t shards, int helpers, const std::function<void(int64_t sha
 // over the last 200 ms or so.
 int threadsToUse(int wanted);
 
+// Sets the calling thread's OpenMP thread count (oneDNN's team size) for its lifetime, then
+// gives the caller's back: the caller (PyTorch, whose torch.compile guards on it, shares this
+// OpenMP runtime) must find it as it left it.
+class ScopedOpenMpThreads {
+ public:
+  explicit ScopedOpenMpThreads(int threads);
+  ~ScopedOpenMpThreads();
+  ScopedOpenMpThreads(const ScopedOpenMpThreads&) = delete;
+  ScopedOpenMpThreads& operator=(const ScopedOpenMpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
 }  // namespace estuary::ge

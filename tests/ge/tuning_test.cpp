@@ -35,6 +35,24 @@ std::string linearGraphText() {
          "}\n";
 }
 
+// Two 3x3 convolutions with Relu: a chain whose activations the rules keep blocked.
+std::string convChainGraphText() {
+  auto weights = [](int seed) {
+    std::ostringstream text;
+    for (int i = 0; i < 16 * 16 * 9; ++i) text << (i ? ", " : "") << ((i * seed) % 13) * 0.02 - 0.12;
+    return text.str();
+  };
+  return "graph @chain(%x: f32[1,16,28,28]) {\n"
+         "  %w1 = Constant() {value = tensor<f32[16,16,3,3]> [" + weights(7) + "]} : f32[16,16,3,3]\n"
+         "  %w2 = Constant() {value = tensor<f32[16,16,3,3]> [" + weights(11) + "]} : f32[16,16,3,3]\n"
+         "  %c1 = Conv(%x, %w1) {pads = [1, 1, 1, 1]} : f32[1,16,28,28]\n"
+         "  %r1 = Relu(%c1) : f32[1,16,28,28]\n"
+         "  %c2 = Conv(%r1, %w2) {pads = [1, 1, 1, 1]} : f32[1,16,28,28]\n"
+         "  %y = Relu(%c2) : f32[1,16,28,28]\n"
+         "  return %y\n"
+         "}\n";
+}
+
 class Tuning : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -116,6 +134,36 @@ TEST_F(Tuning, ATimingCacheAndTheOfflineModelKeepTheChoice) {
       << loaded->report().tuning[0];
   EXPECT_EQ(productKernel(*loaded), chosen);
   EXPECT_EQ(loaded->report().tuning_seconds, 0);
+}
+
+TEST_F(Tuning, TimesThePlanInEachActivationLayoutAndKeepsTheChoice) {
+  auto chain = parseGraph(convChainGraphText());
+  BuildOptions untuned;
+  untuned.num_threads = 1;
+  auto rules = CompiledModel::build(*chain, untuned);
+  auto model = CompiledModel::build(*chain, tuned());
+  ASSERT_FALSE(model->report().tuning.empty());
+  const std::string& line = model->report().tuning[0];
+  EXPECT_EQ(line.rfind("plan for inputs f32[1,16,28,28];: layout:", 0), 0u) << line;
+  EXPECT_NE(line.find("the rules keep nChw"), std::string::npos) << line;
+  EXPECT_NE(line.find("measured: layout:rules "), std::string::npos) << line;
+  EXPECT_NE(line.find(", layout:nhwc "), std::string::npos) << line;
+
+  std::vector<float> x(16 * 28 * 28);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.01f * static_cast<float>(i));
+  auto outputOf = [&](const CompiledModel& built) {
+    auto context = built.createContext();
+    const HostTensor& y = context->run({HostTensor::of(TensorDesc::of(DType::F32, {1, 16, 28, 28}), x.data())})[0];
+    return std::vector<float>(static_cast<const float*>(y.data), static_cast<const float*>(y.data) + x.size());
+  };
+  const std::vector<float> expected = outputOf(*rules), got = outputOf(*model);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4f) << i;
+
+  model->save(path("chain.eom"));
+  auto loaded = CompiledModel::load(path("chain.eom"), untuned);
+  ASSERT_FALSE(loaded->report().tuning.empty());
+  EXPECT_NE(loaded->report().tuning[0].find("(from the offline model"), std::string::npos) << loaded->report().tuning[0];
+  EXPECT_EQ(loaded->report().kernels, model->report().kernels);
 }
 
 TEST_F(Tuning, ASpentBudgetLeavesTheChoiceToTheRules) {

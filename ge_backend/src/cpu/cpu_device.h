@@ -15,6 +15,7 @@ class CpuDevice final : public Device {
   std::unique_ptr<DeviceRunState> createRunState() const override;
   std::string slowDTypeReason(DType dtype) const override;
   std::vector<LoweringStep> lowering(LoweringContext& context) const override;  // cpu_lowering.cpp
+  std::vector<Layout> activationLayouts() const override;
   const dnnl::engine& engine() const { return engine_; }
 
  private:

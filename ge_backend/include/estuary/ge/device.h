@@ -69,6 +69,9 @@ class Device {
   // The steps that turn a graph specialized to one shape signature into the graph the
   // device's kernels run (backend fusions, layouts), in order. None by default.
   virtual std::vector<LoweringStep> lowering(LoweringContext& context) const { return {}; }
+  // The layouts the device's convolution chains may keep activations in besides the one its
+  // rules choose (BuildOptions::activation_layout): a build that tunes times the plan in each.
+  virtual std::vector<Layout> activationLayouts() const { return {}; }
 };
 
 // The host CPU, with oneDNN and Estuary's own kernels.

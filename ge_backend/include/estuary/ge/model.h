@@ -183,6 +183,8 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
                                                    const BuildOptions& options, const Device& device);
   void writeTo(ByteSink& sink) const;
   void checkInputs(const std::vector<TensorDesc>& inputs) const;
+  // buildPlan, through the tuner's choice of an activation layout when the build tunes.
+  std::shared_ptr<Plan> buildTunedPlan(const std::vector<TensorDesc>& inputs, const std::vector<Tensor>& shape_values) const;
 
   std::unique_ptr<Graph> graph_;  // lowered, shape-generic
   const Device& device_;
