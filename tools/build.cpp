@@ -131,8 +131,9 @@ std::vector<OptionDecl> tuningOptionDecls() {
   return {
       {"tuning", "on|off",
        "time each kernel a node could run (Estuary's GEMV or oneDNN, oneDNN's implementations, Winograd or "
-       "direct convolution) on this machine with the plan's shapes and threads, and keep the fastest; off: "
-       "built-in rules choose, and two builds of a model are the same",
+       "direct convolution) and each layout of convolution chains (whole plans) on this machine with the plan's "
+       "shapes and threads, and keep the fastest; off: built-in rules choose, and two builds of a model are the "
+       "same",
        "on"},
       {"timing-cache", "FILE", "read measurements of earlier builds on this CPU from FILE (created if missing), "
                                "and add this build's", ""},

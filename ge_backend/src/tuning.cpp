@@ -27,7 +27,10 @@ constexpr char kCacheHeader[] = "# estuary timing cache 1";
 // kSecondsPerTactic, at least kMinRuns times; its time is the median.
 constexpr int kMinRuns = 3, kMaxRuns = 15;
 constexpr double kSecondsPerTactic = 0.05;
-// Whole plans: runs past the first kMinRuns stop after this long.
+// Whole plans run at least once more after the warm-up and on for kSecondsPerPlan: a plan
+// of seconds (ResNet-50 at batch 8 on one thread) is timed once, which is enough for the
+// layouts' differences of 5% and more that matter.
+constexpr int kMinPlanRuns = 1;
 constexpr double kSecondsPerPlan = 1.0;
 // A tactic replaces an earlier one (the rules prefer earlier ones) only when this much
 // faster: smaller differences are within the noise of a few timed runs on a shared machine.
@@ -59,13 +62,12 @@ void touch(const void* data, size_t bytes) {
 }
 
 // Reads a buffer twice the last-level cache, so that the next run finds its weights in
-// memory, as a run of a whole model does once its weights outgrow the caches. Without it,
-// a kernel timed alone keeps megabytes of weights in cache between runs and the tuner
-// favours whatever computes fastest over what streams fastest: a GPT-2 decode step's
-// 768x2304 product measured 0.49 ms on gemm:jit and 0.75 on the GEMV with warm caches, while
-// inside the step, streaming its weights from memory, the GEMV is the faster one. The
-// activations a kernel reads are then read once more: in a model they come hot from the
-// kernel before.
+// memory, as a run of a whole model does once its weights outgrow the caches. A kernel
+// timed alone would keep them cached between runs, and the tuner would reward what computes
+// fastest on cached data rather than what streams fastest, which a decode step needs: GPT-2's
+// 768x768 product takes 0.10 ms with warm caches and 0.23 ms with its weights in memory
+// (Zen 1). The activations a kernel reads are then read once more: in a model they come hot
+// from the kernel before.
 void evictCaches() {
   static const std::vector<uint64_t> sweep(std::clamp<size_t>(2 * lastLevelCacheBytes(), size_t{16} << 20,
                                                               size_t{256} << 20) / sizeof(uint64_t), 1);
@@ -112,8 +114,12 @@ void appendAttribute(std::ostringstream& out, const Attribute& attribute) {
     case AttrKind::Float: out << attribute.asFloat(); break;
     case AttrKind::String: out << '"' << attribute.asString() << '"'; break;
     case AttrKind::Type: out << dtypeName(attribute.asType()); break;
-    // A tensor attribute (a Constant's value) is keyed by its hash: its bytes change no timing.
-    case AttrKind::Tensor: out << "tensor#" << std::hex << attribute.hash() << std::dec; break;
+    // A tensor attribute by its type: its values change no timing.
+    case AttrKind::Tensor:
+      out << "tensor<" << dtypeName(attribute.asTensor().dtype());
+      for (int64_t d : attribute.asTensor().shape()) out << ',' << d;
+      out << '>';
+      break;
     case AttrKind::Graph: appendGraph(out, *attribute.asGraph()); break;
     case AttrKind::Ints:
       for (int64_t v : attribute.asInts()) out << v << ',';
@@ -167,16 +173,16 @@ void fillSynthetic(const TensorDesc& desc, void* data) {
   }
 }
 
-// The median seconds of run(): once to warm up, then kMinRuns times and on up to kMaxRuns
+// The median seconds of run(): once to warm up, then `min_runs` times and on up to kMaxRuns
 // while the runs took less than `seconds`, each after prepare(), which is not timed; nullopt
 // when run() raises an Error.
-std::optional<double> medianSeconds(const std::function<void()>& run, double seconds,
+std::optional<double> medianSeconds(const std::function<void()>& run, size_t min_runs, double seconds,
                                     const std::function<void()>& prepare = [] {}) {
   try {
     run();
     std::vector<double> times;
     double total = 0;
-    while (times.size() < kMinRuns || (times.size() < kMaxRuns && total < seconds)) {
+    while (times.size() < min_runs || (times.size() < kMaxRuns && total < seconds)) {
       prepare();
       const auto before = Clock::now();
       run();
@@ -219,7 +225,7 @@ std::optional<double> timeKernel(const Kernel& kernel, const KernelBuildContext&
   const int threads = std::max(context.maxThreads(), 1);
   ScopedOpenMpThreads openmp_threads(threads);  // as a run does (RunContext::execute)
   KernelArgs args{inputs.data(), outputs.data(), scratch.get(), threads, device_state.get()};
-  return medianSeconds([&] { kernel.run(args, state.get()); }, kSecondsPerTactic, [&] {
+  return medianSeconds([&] { kernel.run(args, state.get()); }, kMinRuns, kSecondsPerTactic, [&] {
     evictCaches();
     for (const auto& [data, bytes] : activations) touch(data, bytes);
   });
@@ -246,7 +252,7 @@ std::optional<double> timePlan(const Plan& plan, const Device& device, int threa
   std::unique_ptr<DeviceRunState> device_state = device.createRunState();
   ScopedOpenMpThreads openmp_threads(threads);
   return medianSeconds([&] { state.execute(inputs.data(), outputs.data(), threads, device_state.get()); },
-                       kSecondsPerPlan);
+                       kMinPlanRuns, kSecondsPerPlan);
 }
 
 // The layout a plan keeps convolution activations in, or Plain when it keeps none.

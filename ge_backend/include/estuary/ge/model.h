@@ -65,8 +65,9 @@ struct BuildOptions {
   // Kernel choice measured on this machine, as TensorRT's tactics are: where a node has
   // several kernels (Estuary's GEMV or oneDNN, oneDNN's implementations, Winograd or direct
   // convolution), each is timed on the plan's shapes with this build's threads and the
-  // fastest kept. The choices are saved in the offline model. Off: the built-in rules choose,
-  // and two builds of one model always run the same kernels.
+  // fastest kept, and so is the activation layout of convolution chains (Device::
+  // activationLayouts), timed as whole plans. The choices are saved in the offline model.
+  // Off: the built-in rules choose, and two builds of one model always run the same kernels.
   bool tune_kernels = false;
   // A timing cache file (TensorRT's): read before tuning, so that a problem measured once on
   // this CPU is not timed again, and rewritten with what the build measured. Empty: none.

@@ -34,9 +34,9 @@
 //                 name, i64 smallest and i64 largest size a run may give it
 //   properties    u64 count, then per property: u32 length and the key, u32 length and the
 //                 value (BuildOptions::properties: how the model was made, e.g. its precision)
-//   tactics       u64 count, then per node problem whose kernel was chosen among several:
-//                 u32 length and the problem's key (CPU model, device, threads, op,
-//                 attributes, types), u32 length and the tactic; load() reuses a choice when
+//   tactics       u64 count, then per problem with a choice (a node's kernel, a plan's
+//                 activation layout): u32 length and the problem's key (CPU model, device,
+//                 threads, op, attributes, types), u32 length and the tactic; load() reuses a choice when
 //                 the loading machine gives the same key, so kernels measured at build are
 //                 not timed again (BuildOptions::tune_kernels)
 //   weights       at a 64-byte aligned file offset, each tensor 64-byte aligned within; load()
