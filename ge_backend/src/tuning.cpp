@@ -10,6 +10,10 @@
 #include <sstream>
 #include <utility>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "estuary/ge/device.h"
 #include "estuary/ge/model.h"
 #include "estuary/support/atomic_file.h"
@@ -468,46 +472,56 @@ std::shared_ptr<Plan> Tuner::choosePlan(const std::string& key, const std::vecto
   }
   const auto started = Clock::now();
   const double nodes_spent_before = secondsSpent();  // node tactics timed inside the builds count once
-  struct Candidate {
-    std::string tactic;
-    std::shared_ptr<Plan> plan;
-    BuildReport report;
-    double seconds;
-  };
-  std::optional<Candidate> best;
-  std::string times;
-  auto consider = [&](std::string tactic, std::shared_ptr<Plan> plan, BuildReport plan_report) {
-    std::optional<double> seconds = timePlan(*plan, device, threads);
-    if (!seconds) return;
-    times += (times.empty() ? "" : ", ") + tactic + " " + formatMilliseconds(*seconds);
-    if (!best || *seconds < best->seconds * (1 - kRequiredGain)) {
-      best = Candidate{std::move(tactic), std::move(plan), std::move(plan_report), *seconds};
-    }
-  };
-  consider(rules_tactic, rules, rules_report);
+  std::optional<double> rules_seconds = timePlan(*rules, device, threads);
+  if (!rules_seconds) {  // the rules' plan does not run on synthetic inputs: nothing to compare
+    report = std::move(rules_report);
+    return rules;
+  }
+  // One plan alive at a time, since each holds its own packed weights: the winner is built
+  // again at the end unless it was the last one built (its kernels then come from the
+  // records, untimed).
+  std::string best_tactic = rules_tactic, times = rules_tactic + " " + formatMilliseconds(*rules_seconds);
+  std::optional<Layout> best_layout;
+  double best_seconds = *rules_seconds;
+  std::shared_ptr<Plan> in_hand = std::move(rules);
+  BuildReport in_hand_report = std::move(rules_report);
+  std::string in_hand_tactic = rules_tactic;
   for (Layout layout : layouts) {
-    if (layout == rules_layout || !best) continue;  // no timing of the rules' plan, no comparison
+    if (layout == rules_layout) continue;
+    in_hand.reset();
     BuildReport candidate_report = report;
-    std::shared_ptr<Plan> plan;
     try {
-      plan = build(layout, candidate_report);
+      in_hand = build(layout, candidate_report);
     } catch (const Error&) {
       continue;  // a layout some node has no kernel for
     }
-    consider(tacticOf(layout), std::move(plan), std::move(candidate_report));
+    in_hand_report = std::move(candidate_report);
+    in_hand_tactic = tacticOf(layout);
+    std::optional<double> seconds = timePlan(*in_hand, device, threads);
+    if (!seconds) continue;
+    times += ", " + in_hand_tactic + " " + formatMilliseconds(*seconds);
+    if (*seconds < best_seconds * (1 - kRequiredGain)) {
+      best_tactic = in_hand_tactic;
+      best_layout = layout;
+      best_seconds = *seconds;
+    }
   }
+  if (!in_hand || in_hand_tactic != best_tactic) {
+    in_hand.reset();
+    in_hand_report = report;
+    in_hand = build(best_layout, in_hand_report);
+  }
+#ifdef __GLIBC__
+  malloc_trim(0);  // the dropped plans' packed weights go back to the system, not to the heap
+#endif
   {
     std::lock_guard<std::mutex> lock(mutex_);
     spent_seconds_ += std::chrono::duration<double>(Clock::now() - started).count() -
                       (spent_seconds_ - nodes_spent_before);
-    if (best) records_[key] = Record{best->tactic, times, Source::Measured};
+    records_[key] = Record{best_tactic, times, Source::Measured};
   }
-  if (!best) {  // the rules' plan did not run on synthetic inputs: no timing means no choice
-    report = std::move(rules_report);
-    return rules;
-  }
-  best->report.tuning_seconds = secondsSpent();
-  return finish(best->plan, std::move(best->report), best->tactic,
+  in_hand_report.tuning_seconds = secondsSpent();
+  return finish(in_hand, std::move(in_hand_report), best_tactic,
                 "the rules keep " + std::string(layoutName(rules_layout)) + "; measured: " + times);
 }
 
