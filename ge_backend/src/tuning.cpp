@@ -306,6 +306,13 @@ std::string planTuningKey(const Graph& graph, const std::vector<TensorDesc>& inp
   return oneField(key.str());
 }
 
+std::string Tuner::Record::origin() const {
+  const char* from = source == Source::OfflineModel ? "the offline model"
+                     : source == Source::CacheFile  ? "the timing cache"
+                                                    : "an earlier plan";
+  return std::string("from ") + from + (times.empty() ? "" : ": " + times);
+}
+
 std::unique_ptr<Kernel> KernelBuildContext::choose(const std::vector<KernelTactic>& tactics) const {
   if (tuner_ && !probing_ && tactics.size() > 1) return tuner_->choose(*this, tactics);
   for (const KernelTactic& tactic : tactics) {
@@ -365,11 +372,7 @@ std::unique_ptr<Kernel> Tuner::choose(const KernelBuildContext& context, const s
     for (const KernelTactic& tactic : tactics) {
       if (tactic.name != recorded->chosen) continue;
       if (auto kernel = tactic.make()) {
-        const char* from = recorded->source == Source::OfflineModel ? "the offline model"
-                           : recorded->source == Source::CacheFile  ? "the timing cache"
-                                                                    : "an earlier plan";
-        use(tactic.name,
-            tactic.name + " (from " + from + (recorded->times.empty() ? "" : ": ") + recorded->times + ")");
+        use(tactic.name, tactic.name + " (" + recorded->origin() + ")");
         return kernel;
       }
     }
@@ -453,11 +456,7 @@ std::shared_ptr<Plan> Tuner::choosePlan(const std::string& key, const std::vecto
     if (std::optional<std::optional<Layout>> layout = layoutNamed(recorded->chosen)) {
       BuildReport recorded_report = report;
       std::shared_ptr<Plan> plan = build(*layout, recorded_report);
-      const char* from = recorded->source == Source::OfflineModel ? "the offline model"
-                         : recorded->source == Source::CacheFile  ? "the timing cache"
-                                                                  : "an earlier plan";
-      return finish(plan, std::move(recorded_report), recorded->chosen,
-                    std::string("from ") + from + (recorded->times.empty() ? "" : ": " + recorded->times));
+      return finish(plan, std::move(recorded_report), recorded->chosen, recorded->origin());
     }
   }
 

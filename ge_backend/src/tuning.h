@@ -55,6 +55,7 @@ class Tuner {
     std::string chosen;
     std::string times;  // "cpu:gemv 0.181 ms, onednn:gemm:jit 0.412 ms": what was measured
     Source source;
+    std::string origin() const;  // "from the timing cache: cpu:gemv 0.181 ms, ..."
   };
 
   const bool measure_;

@@ -268,7 +268,7 @@ void runShards(int64_t shards, int helpers, const std::function<void(int64_t sha
 }
 
 ScopedOpenMpThreads::ScopedOpenMpThreads(int threads) : saved_(omp_get_max_threads()) {
-  omp_set_num_threads(threads);
+  if (threads > 0) omp_set_num_threads(threads);
 }
 
 ScopedOpenMpThreads::~ScopedOpenMpThreads() { omp_set_num_threads(saved_); }

@@ -26,9 +26,10 @@ void runShards(int64_t shards, int helpers, const std::function<void(int64_t sha
 // over the last 200 ms or so.
 int threadsToUse(int wanted);
 
-// Sets the calling thread's OpenMP thread count (oneDNN's team size) for its lifetime, then
-// gives the caller's back: the caller (PyTorch, whose torch.compile guards on it, shares this
-// OpenMP runtime) must find it as it left it.
+// Sets the calling thread's OpenMP thread count (oneDNN's team size) for its lifetime (0
+// leaves it), then gives the caller's back: the caller (PyTorch, whose torch.compile guards
+// on it, shares this OpenMP runtime) must find it as it left it. Runs hold one; so do kernel
+// factories, since oneDNN sizes a primitive's work split to the count when it is created.
 class ScopedOpenMpThreads {
  public:
   explicit ScopedOpenMpThreads(int threads);

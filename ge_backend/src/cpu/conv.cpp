@@ -114,13 +114,17 @@ dnnl::memory::desc weightsDesc(const ConvGeometry& geometry, DType dtype, bool t
   return dnnl::memory::desc(dims, dnnlType(dtype), strides);
 }
 
+// oneDNN's fast convolutions are its direct JIT kernels; "gemm" (im2col + GEMM) and "ref"
+// are what it falls back to, e.g. for plain NCHW activations.
+bool isDirectImplementation(std::string_view name) {
+  return name.find("gemm") == std::string_view::npos && name.find("ref") == std::string_view::npos;
+}
+
 struct ConvPrimitive {
   dnnl::primitive primitive;
   dnnl::memory::desc src, dst, weights, scratchpad;
   std::string label;
-  // oneDNN's fast convolutions are its direct JIT kernels; "gemm" (im2col + GEMM) and
-  // "ref" are what it falls back to, e.g. for plain NCHW activations.
-  bool direct() const { return label.find("gemm") == std::string::npos && label.find("ref") == std::string::npos; }
+  bool direct() const { return isDirectImplementation(label); }
 };
 
 // oneDNN's f32 Winograd for 3x3 stride-1 convolutions, on nChw16c tensors: F(2x2, 3x3)
@@ -145,6 +149,16 @@ bool winogradApplies(const ConvGeometry& geometry, const dnnl::memory::desc& src
   return true;
 }
 
+// A convolution window as oneDNN takes it: strides, dilations (oneDNN counts the gaps),
+// padding before and after.
+std::array<dnnl::memory::dims, 4> onednnWindow(const ConvGeometry& geometry) {
+  dnnl::memory::dims dilations;
+  for (int64_t d : geometry.dilations) dilations.push_back(d - 1);
+  return {dnnl::memory::dims(geometry.strides.begin(), geometry.strides.end()), dilations,
+          dnnl::memory::dims(geometry.pad_begin.begin(), geometry.pad_begin.end()),
+          dnnl::memory::dims(geometry.pad_end.begin(), geometry.pad_end.end())};
+}
+
 // Which convolution algorithms convPrimitive may use.
 enum class ConvAlgorithms {
   Preferred,     // Winograd where winogradApplies and oneDNN has it, else direct
@@ -158,10 +172,7 @@ std::optional<ConvPrimitive> convPrimitive(const dnnl::engine& engine, bool tran
                                            const dnnl::primitive_attr& attr,
                                            ConvAlgorithms algorithms = ConvAlgorithms::Preferred,
                                            std::string_view implementation = {}) {
-  dnnl::memory::dims strides(geometry.strides.begin(), geometry.strides.end());
-  dnnl::memory::dims dilations, pad_l(geometry.pad_begin.begin(), geometry.pad_begin.end()),
-      pad_r(geometry.pad_end.begin(), geometry.pad_end.end());
-  for (int64_t d : geometry.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
+  const auto [strides, dilations, pad_l, pad_r] = onednnWindow(geometry);
   ConvPrimitive result;
   if (algorithms != ConvAlgorithms::DirectOnly && !transpose && winogradApplies(geometry, src)) {
     try {
@@ -204,10 +215,7 @@ std::optional<ConvPrimitive> convPrimitive(const dnnl::engine& engine, bool tran
 std::vector<std::string> directConvImplementations(const dnnl::engine& engine, const dnnl::memory::desc& src,
                                                    const dnnl::memory::desc& weights, const dnnl::memory::desc& dst,
                                                    const ConvGeometry& geometry) {
-  dnnl::memory::dims strides(geometry.strides.begin(), geometry.strides.end());
-  dnnl::memory::dims dilations, pad_l(geometry.pad_begin.begin(), geometry.pad_begin.end()),
-      pad_r(geometry.pad_end.begin(), geometry.pad_end.end());
-  for (int64_t d : geometry.dilations) dilations.push_back(d - 1);
+  const auto [strides, dilations, pad_l, pad_r] = onednnWindow(geometry);
   std::vector<std::string> names;
   try {
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
@@ -217,7 +225,7 @@ std::vector<std::string> directConvImplementations(const dnnl::engine& engine, c
     dnnl::convolution_forward::primitive_desc pd(desc, scratchpadAttr(), engine);
     do {
       const std::string name = implName(pd);
-      if (!ConvPrimitive{{}, {}, {}, {}, {}, name}.direct()) continue;
+      if (!isDirectImplementation(name)) continue;
       const bool family_listed = std::any_of(names.begin(), names.end(), [&](const std::string& listed) {
         return implFamily(listed) == implFamily(name);
       });
@@ -644,7 +652,7 @@ std::optional<Layout> winogradLayout(const KernelBuildContext& context) {
   dnnl::memory::desc src(dnnl::memory::dims(x.dims.begin(), x.dims.begin() + x.rank), dnnl::memory::data_type::f32,
                          dnnl::memory::format_tag::any);
   if (!winogradApplies(geometry, src)) return std::nullopt;
-  BuildThreads threads(context.maxThreads());
+  ScopedOpenMpThreads threads(context.maxThreads());
   const TensorDesc& y = context.output(0);
   dnnl::memory::desc weights = weightsDesc(geometry, x.dtype, false);
   std::optional<ConvPrimitive> conv = convPrimitive(
@@ -660,7 +668,7 @@ std::optional<Layout> winogradLayout(const KernelBuildContext& context) {
 std::optional<Layout> preferredConvLayout(const KernelBuildContext& context) {
   const TensorDesc& x = context.input(0);
   if (x.dtype != DType::F32 || x.rank < 3 || x.rank > 5 || !context.hasInput(1)) return std::nullopt;
-  BuildThreads threads(context.maxThreads());
+  ScopedOpenMpThreads threads(context.maxThreads());
   ConvGeometry geometry = convGeometry(context, false);
   auto any = [](const TensorDesc& desc) {
     return dnnl::memory::desc(dnnl::memory::dims(desc.dims.begin(), desc.dims.begin() + desc.rank),

@@ -41,7 +41,7 @@ std::unique_ptr<Kernel> onednnEltwiseKernel(const KernelBuildContext& context) {
   if (!eltwise) return nullptr;
   const CpuDevice& cpu = cpuOf(context);
   dnnl::memory::desc md = flatDesc(in);
-  BuildThreads threads(threadsForWork(context));
+  ScopedOpenMpThreads threads(threadsForWork(context));
   try {
     dnnl::eltwise_forward::primitive_desc pd(
         dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, eltwise->algorithm, md, eltwise->alpha,
@@ -80,7 +80,7 @@ std::unique_ptr<Kernel> onednnBinaryKernel(const KernelBuildContext& context, dn
   for (int i = out.rank - 1; i >= 0; --i) b_full.dims[i] = i >= pad ? b.dims[i - pad] : 1;
   const CpuDevice& cpu = cpuOf(context);
   dnnl::memory::desc a_md = plainDesc(a), b_md = plainDesc(b_full), out_md = plainDesc(out);
-  BuildThreads threads(threadsForWork(context));
+  ScopedOpenMpThreads threads(threadsForWork(context));
   try {
     dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm, a_md, b_md, out_md), scratchpadAttr(),
                                     cpu.engine());

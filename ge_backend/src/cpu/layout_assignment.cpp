@@ -152,7 +152,7 @@ LayoutAssignment assignLayouts(Graph& graph, std::optional<Layout> forced, const
 namespace {
 
 std::unique_ptr<Kernel> makeReorder(const KernelBuildContext& context) {
-  BuildThreads threads(context.maxThreads());
+  ScopedOpenMpThreads threads(context.maxThreads());
   const TensorDesc &from = context.input(0), &to = context.output(0);
   return reorderKernel(cpuOf(context).engine(), layoutDesc(from), layoutDesc(to),
                        std::string("onednn:reorder ") + layoutName(from.layout) + " -> " + layoutName(to.layout));
@@ -174,7 +174,7 @@ std::unique_ptr<Kernel> makeLayoutActivation(const KernelBuildContext& context) 
   for (size_t i = 1; i < context.numInputs(); ++i) {
     if (context.hasInput(i) && context.input(i).layout != Layout::Plain) return nullptr;  // Clip's bounds
   }
-  BuildThreads threads(context.maxThreads());
+  ScopedOpenMpThreads threads(context.maxThreads());
   const dnnl::engine& engine = cpuOf(context).engine();
   dnnl::memory::desc data = layoutDesc(context.output(0));
   try {
@@ -195,7 +195,7 @@ std::unique_ptr<Kernel> makeLayoutActivation(const KernelBuildContext& context) 
 std::unique_ptr<Kernel> makeLayoutBinary(const KernelBuildContext& context, dnnl::algorithm algorithm) {
   if (!anyNotPlain(context) || context.output(0).dtype != DType::F32) return nullptr;
   if (context.input(0) != context.output(0) || context.input(1) != context.output(0)) return nullptr;
-  BuildThreads threads(context.maxThreads());
+  ScopedOpenMpThreads threads(context.maxThreads());
   const dnnl::engine& engine = cpuOf(context).engine();
   dnnl::memory::desc data = layoutDesc(context.output(0));
   try {
@@ -217,7 +217,7 @@ std::unique_ptr<Kernel> makeLayoutConcat(const KernelBuildContext& context) {
   if (!anyNotPlain(context) || output.dtype != DType::F32 || output.rank < 3) return nullptr;
   int64_t axis = context.intAttr("axis");
   if ((axis < 0 ? axis + output.rank : axis) != 1) return nullptr;
-  BuildThreads threads(context.maxThreads());
+  ScopedOpenMpThreads threads(context.maxThreads());
   const dnnl::engine& engine = cpuOf(context).engine();
   std::vector<dnnl::memory::desc> sources;
   std::vector<OnednnArg> args;

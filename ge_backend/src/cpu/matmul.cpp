@@ -455,7 +455,7 @@ EinsumEquation parseEinsum(const KernelBuildContext& context) {
 }
 
 std::unique_ptr<Kernel> makeEinsum(const KernelBuildContext& context) {
-  BuildThreads threads(context.maxThreads());
+  ScopedOpenMpThreads threads(context.maxThreads());
   const DType dtype = context.output(0).dtype;
   EinsumEquation equation = parseEinsum(context);
   std::map<int, int64_t> sizes;

@@ -203,12 +203,6 @@ std::unique_ptr<Kernel> buildInF32(const KernelBuildContext& context, const NnFa
 
 }  // namespace
 
-BuildThreads::BuildThreads(int threads) : saved_(omp_get_max_threads()) {
-  if (threads > 0) omp_set_num_threads(threads);
-}
-
-BuildThreads::~BuildThreads() { omp_set_num_threads(saved_); }
-
 namespace {
 
 // Multiply-adds per output element of the products and convolutions; 0 for other ops.
@@ -244,7 +238,7 @@ int threadsForWork(const KernelBuildContext& context) {
 }
 
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory) {
-  BuildThreads threads(threadsForWork(context));
+  ScopedOpenMpThreads threads(threadsForWork(context));
   bool has_f16 = false, has_bf16 = false;
   for (size_t i = 0; i < context.numInputs(); ++i) {
     has_f16 |= context.hasInput(i) && context.input(i).dtype == DType::F16;

@@ -16,6 +16,7 @@
 #include "cpu/bfloat16.h"
 #include "cpu/onednn_kernel.h"
 #include "estuary/ge/kernel_helpers.h"
+#include "worker_pool.h"
 
 namespace estuary::ge::cpu {
 
@@ -91,18 +92,6 @@ class PackedOnednnKernel final : public OnednnKernel {
   }
 };
 
-// oneDNN sizes its work split to the OpenMP thread count when a primitive is created:
-// a factory holds one of these so that primitives are made for the threads they run with.
-class BuildThreads {
- public:
-  explicit BuildThreads(int threads);
-  ~BuildThreads();
-  BuildThreads(const BuildThreads&) = delete;
-  BuildThreads& operator=(const BuildThreads&) = delete;
-
- private:
-  int saved_;
-};
 
 // The threads a kernel for the context's node should be built for: one when the node's work
 // is below what starting a parallel region costs (about 1 us with spinning workers, 10 us
@@ -111,9 +100,9 @@ class BuildThreads {
 // cache), so a 32x64x64 MatMul runs on one thread and a 128x768x768 one on all.
 int threadsForWork(const KernelBuildContext& context);
 
-// Builds a kernel with `factory` (under BuildThreads(threadsForWork)), computing in f32 where oneDNN
-// cannot do better: f16 tensors (oneDNN 2.6 has no f16 primitives on this CPU, only
-// reorders) and bf16 cases for which it offers only its reference implementation or that
+// Builds a kernel with `factory` (under ScopedOpenMpThreads(threadsForWork)), computing in
+// f32 where oneDNN cannot do better: f16 tensors (oneDNN 2.6 has no f16 primitives on this
+// CPU, only reorders) and bf16 cases for which it offers only its reference implementation or that
 // `factory` declines. The f32 kernel then runs on converted copies of the 16-bit inputs
 // in scratch and its outputs are converted back.
 using NnFactory = std::function<std::unique_ptr<Kernel>(const KernelBuildContext&)>;

@@ -6,8 +6,8 @@
 // array into a small std::unordered_map per call; its public API has no way around that.
 //
 // A primitive runs with the OpenMP threads it was created for (oneDNN sizes some work splits
-// then): factories create small ones under BuildThreads(1), since starting a parallel region
-// costs more than their whole work. A run given fewer threads than a primitive was made for
+// then): factories create small ones under ScopedOpenMpThreads(1), since starting a
+// parallel region costs more than their whole work. A run given fewer threads than a primitive was made for
 // (the machine is busy: worker_pool.h's threadsToUse) runs a copy made for that many, made on
 // first need: the original would still split its work over every thread it was made for, and
 // wait at each step for the ones the OS does not schedule.
