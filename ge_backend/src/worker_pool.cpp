@@ -43,7 +43,7 @@ constexpr auto kSpinTime = std::chrono::microseconds(200);
 constexpr int kCallerSpins = 4096;
 
 struct Job {
-  const std::function<void(int64_t)>* body = nullptr;
+  const FunctionRef<void(int64_t)>* body = nullptr;
   int64_t shards = 0;
   std::atomic<int64_t> next{0};
   int open_seats = 0;  // guarded by the pool's mutex
@@ -85,7 +85,7 @@ class WorkerPool {
     return *pool;
   }
 
-  void run(int64_t shards, int helpers, const std::function<void(int64_t)>& body) {
+  void run(int64_t shards, int helpers, FunctionRef<void(int64_t)> body) {
     Job job;
     job.body = &body;
     job.shards = shards;
@@ -257,7 +257,7 @@ int threadsToUse(int wanted) {
   return watch->threadsToUse(wanted);
 }
 
-void runShards(int64_t shards, int helpers, const std::function<void(int64_t shard)>& body) {
+void runShards(int64_t shards, int helpers, FunctionRef<void(int64_t shard)> body) {
   if (shards <= 0) return;
   helpers = static_cast<int>(std::min<int64_t>(std::max(helpers, 0), shards - 1));
   if (helpers == 0) {

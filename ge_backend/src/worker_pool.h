@@ -9,7 +9,8 @@
 // Workers spin briefly between calls, so that back-to-back kernels on an idle machine do not
 // pay a wake-up each, and then sleep.
 #include <cstdint>
-#include <functional>
+
+#include "estuary/ge/kernel_helpers.h"
 
 namespace estuary::ge {
 
@@ -17,7 +18,7 @@ namespace estuary::ge {
 // `helpers` pool workers, shards taken in order by whichever thread is free. Returns when
 // every shard has run; rethrows the first exception a body threw. Calls may nest and may
 // come from several threads at once.
-void runShards(int64_t shards, int helpers, const std::function<void(int64_t shard)>& body);
+void runShards(int64_t shards, int helpers, FunctionRef<void(int64_t shard)> body);
 
 // The threads a run should use out of `wanted` (at least 1): no more than the cores other
 // processes leave free. With more runnable threads than cores, the thread that runs the

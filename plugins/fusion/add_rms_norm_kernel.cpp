@@ -1,11 +1,10 @@
 // The CPU kernel of estuary::AddRMSNorm: one pass over each row computes and stores the sum
 // and its sum of squares, a second scales it, so the sum is read from cache, not memory.
-#include <omp.h>
-
 #include <cmath>
 
 #include "add_rms_norm.h"
 #include "estuary/ge/kernel.h"
+#include "estuary/ge/kernel_helpers.h"
 
 namespace estuary {
 namespace {
@@ -22,23 +21,25 @@ class AddRmsNormKernel final : public ge::Kernel {
     float* y = static_cast<float*>(args.outputs[0]);
     float* sum = static_cast<float*>(args.outputs[1]);
     const int64_t n = row_size_;
-#pragma omp parallel for num_threads(args.num_threads) if (rows_ * n > 32768) schedule(static)
-    for (int64_t row = 0; row < rows_; ++row) {
-      const float* a = x1 + row * n;
-      const float* b = x2 + row * n;
-      float* s = sum + row * n;
-      float squares = 0.f;
+    // A row is read twice and written twice.
+    ge::parallelFor(rows_, 4.0 * static_cast<double>(n), args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t row = first; row < last; ++row) {
+        const float* a = x1 + row * n;
+        const float* b = x2 + row * n;
+        float* s = sum + row * n;
+        float squares = 0.f;
 #pragma omp simd reduction(+ : squares)
-      for (int64_t i = 0; i < n; ++i) {
-        float v = a[i] + b[i];
-        s[i] = v;
-        squares += v * v;
-      }
-      float scale = 1.f / std::sqrt(squares / static_cast<float>(n) + epsilon_);
-      float* out = y + row * n;
+        for (int64_t i = 0; i < n; ++i) {
+          float v = a[i] + b[i];
+          s[i] = v;
+          squares += v * v;
+        }
+        float scale = 1.f / std::sqrt(squares / static_cast<float>(n) + epsilon_);
+        float* out = y + row * n;
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) out[i] = s[i] * scale * gamma[i];
-    }
+        for (int64_t i = 0; i < n; ++i) out[i] = s[i] * scale * gamma[i];
+      }
+    });
   }
   std::string name() const override { return "fusion_add_rms_norm:f32"; }
 

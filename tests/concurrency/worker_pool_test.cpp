@@ -1,14 +1,17 @@
 // The worker pool the backend's own kernels share (ge_backend/src/worker_pool.h): every
 // shard runs once, callers on several threads and nested calls share the workers, a body's
 // exception reaches its caller, and a caller never waits for a worker that took nothing.
+// And the parallel-for kernels split their work with (estuary/ge/kernel_helpers.h).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "estuary/ge/kernel_helpers.h"
 #include "worker_pool.h"
 
 namespace estuary::ge {
@@ -88,6 +91,48 @@ TEST(WorkerPool, ThreadsToUseStaysWithinWhatWasAsked) {
     EXPECT_GE(threads, 1);
     EXPECT_LE(threads, wanted);
   }
+}
+
+TEST(ParallelFor, SmallWorkRunsOnTheCallerAsOneRange) {
+  EXPECT_EQ(threadsFor(1000, 1, 8), 1);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  const std::thread::id caller = std::this_thread::get_id();
+  bool on_caller = true;
+  parallelFor(1000, 1, 8, [&](int64_t begin, int64_t end) {
+    ranges.emplace_back(begin, end);
+    on_caller = on_caller && std::this_thread::get_id() == caller;
+  });
+  EXPECT_EQ(ranges, (std::vector<std::pair<int64_t, int64_t>>{{0, 1000}}));
+  EXPECT_TRUE(on_caller);
+  parallelFor(0, 1e9, 8, [&](int64_t, int64_t) { FAIL() << "a range of nothing"; });
+}
+
+TEST(ParallelFor, ThreadsGrowWithTheWorkUpToTheLimit) {
+  EXPECT_EQ(threadsFor(1 << 16, 1, 8), 2);
+  EXPECT_EQ(threadsFor(1 << 20, 1, 8), 8);
+  EXPECT_EQ(threadsFor(1 << 14, 64, 4), 4);
+  EXPECT_EQ(threadsFor(3, 1e9, 8), 3);  // never more threads than items
+}
+
+// Every item once, and per-range scratch never shared by two ranges running at once.
+TEST(ParallelFor, RangesCoverEveryItemOnceAndOwnTheirScratch) {
+  constexpr int kThreads = 3;
+  const int64_t count = 100000;
+  std::vector<std::atomic<int>> visits(count);
+  std::vector<std::atomic<int>> in_use(static_cast<size_t>(maxParallelRanges(kThreads)));
+  std::atomic<bool> shared{false}, out_of_range{false};
+  parallelForRanges(count, 64, kThreads, [&](int64_t range, int64_t begin, int64_t end) {
+    if (range < 0 || range >= maxParallelRanges(kThreads)) {
+      out_of_range = true;
+      return;
+    }
+    if (in_use[range].fetch_add(1) != 0) shared = true;
+    for (int64_t i = begin; i < end; ++i) visits[i].fetch_add(1);
+    in_use[range].fetch_sub(1);
+  });
+  EXPECT_FALSE(out_of_range);
+  EXPECT_FALSE(shared);
+  for (int64_t i = 0; i < count; ++i) ASSERT_EQ(visits[i].load(), 1) << "item " << i;
 }
 
 }  // namespace

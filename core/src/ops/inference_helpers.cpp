@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "text/syntax.h"
+#include "estuary/ir/float16.h"
 
 namespace estuary {
 
@@ -103,8 +103,8 @@ std::optional<double> constantScalar(const InferenceContext& context, size_t inp
   switch (tensor->dtype()) {
     case DType::F32: return tensor->data<float>()[0];
     case DType::F64: return tensor->data<double>()[0];
-    case DType::F16: return text::halfToFloat(tensor->data<uint16_t>()[0]);
-    case DType::BF16: return text::bfloat16ToFloat(tensor->data<uint16_t>()[0]);
+    case DType::F16: return static_cast<float>(tensor->data<Float16>()[0]);
+    case DType::BF16: return toFloat(tensor->data<BFloat16>()[0]);
     default: return std::nullopt;
   }
 }

@@ -10,6 +10,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "estuary/ir/float16.h"
 #include "estuary/support/error.h"
 #include "text/flat_map.h"
 #include "text/syntax.h"
@@ -827,8 +828,13 @@ class Parser {
         if (dtype == DType::F32) {
           std::memcpy(out, &value, 4);
         } else {
-          uint16_t bits = dtype == DType::F16 ? text::floatToHalf(value) : text::floatToBFloat16(value);
-          std::memcpy(out, &bits, 2);
+          if (dtype == DType::F16) {
+            const Float16 half = static_cast<Float16>(value);
+            std::memcpy(out, &half, 2);
+          } else {
+            const BFloat16 bfloat = toBFloat16(value);
+            std::memcpy(out, &bfloat, 2);
+          }
         }
         return true;
       }

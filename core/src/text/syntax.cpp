@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "estuary/ir/float16.h"
+
 namespace estuary::text {
 
 bool isNameChar(char c) {
@@ -123,71 +125,18 @@ void appendDouble(std::string& out, double value) { appendShortest(out, value); 
 void appendFloat(std::string& out, float value) { appendShortest(out, value); }
 
 void appendHalf(std::string& out, uint16_t bits) {
-  appendShortest16(out, halfToFloat(bits), bits, floatToHalf);
+  Float16 half;
+  std::memcpy(&half, &bits, sizeof half);
+  appendShortest16(out, static_cast<float>(half), bits, [](float value) {
+    const Float16 rounded = static_cast<Float16>(value);
+    uint16_t rounded_bits;
+    std::memcpy(&rounded_bits, &rounded, sizeof rounded_bits);
+    return rounded_bits;
+  });
 }
 
 void appendBFloat16(std::string& out, uint16_t bits) {
-  appendShortest16(out, bfloat16ToFloat(bits), bits, floatToBFloat16);
-}
-
-uint16_t floatToHalf(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  x &= 0x7fffffffu;
-  uint32_t result;
-  if (x >= 0x47800000u) {  // >= 65536 (or inf/nan): all exponent bits set
-    result = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
-  } else if (x < 0x38800000u) {  // below the smallest normal half: subnormal or zero
-    // Adding 0.5 aligns the ten mantissa bits at the bottom; the FPU rounds to even.
-    constexpr uint32_t kMagicBits = 126u << 23;
-    float magic;
-    std::memcpy(&magic, &kMagicBits, 4);
-    float f;
-    std::memcpy(&f, &x, 4);
-    f += magic;
-    std::memcpy(&x, &f, 4);
-    result = x - kMagicBits;
-  } else {
-    const uint32_t mantissa_odd = (x >> 13) & 1u;
-    x += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + mantissa_odd;
-    result = x >> 13;  // a carry out of the mantissa correctly rounds up to inf
-  }
-  return static_cast<uint16_t>(result | sign);
-}
-
-float halfToFloat(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1fu;
-  const uint32_t mantissa = bits & 0x3ffu;
-  uint32_t x;
-  if (exponent == 0) {
-    float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;  // 2^-24
-    std::memcpy(&x, &magnitude, 4);
-    x |= sign;
-  } else if (exponent == 31) {
-    x = sign | 0x7f800000u | (mantissa << 13);
-  } else {
-    x = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  }
-  float result;
-  std::memcpy(&result, &x, 4);
-  return result;
-}
-
-uint16_t floatToBFloat16(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-float bfloat16ToFloat(uint16_t bits) {
-  uint32_t x = static_cast<uint32_t>(bits) << 16;
-  float result;
-  std::memcpy(&result, &x, 4);
-  return result;
+  appendShortest16(out, toFloat(BFloat16{bits}), bits, [](float value) { return toBFloat16(value).bits; });
 }
 
 }  // namespace estuary::text

@@ -35,10 +35,4 @@ void appendFloat(std::string& out, float value);
 void appendHalf(std::string& out, uint16_t bits);
 void appendBFloat16(std::string& out, uint16_t bits);
 
-// Conversions with round-to-nearest-even; NaN becomes the canonical quiet NaN.
-uint16_t floatToHalf(float value);
-float halfToFloat(uint16_t bits);
-uint16_t floatToBFloat16(float value);
-float bfloat16ToFloat(uint16_t bits);
-
 }  // namespace estuary::text

@@ -92,20 +92,6 @@ void sgemm(char trans_b, int64_t m, int64_t n, int64_t k, float alpha, const flo
   }
 }
 
-// dnnl_sgemm spreads over omp_get_max_threads() threads when called outside a parallel
-// region; the query blocks are already the parallel unit, so while one of these lives each
-// call runs on its caller alone.
-class OneThreadGemms {
- public:
-  OneThreadGemms() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~OneThreadGemms() { omp_set_num_threads(saved_); }
-  OneThreadGemms(const OneThreadGemms&) = delete;
-  OneThreadGemms& operator=(const OneThreadGemms&) = delete;
-
- private:
-  int saved_;
-};
-
 // Everything the score rows need, fixed at build time.
 struct RowBias {
   enum class Mask : uint8_t { None, Float, Bool };
@@ -183,7 +169,9 @@ class AttentionKernel final : public Kernel {
     // A block's work per score: the two products' multiply-adds (1/16 each) and an exp.
     const double cost = static_cast<double>(query_block_ * total_) * ((q_.size + v_.size) / 16.0 + 8);
     ge::parallelFor(q_.batch * q_.heads * blocks, cost, args.num_threads, [&](int64_t begin, int64_t end) {
-      OneThreadGemms one_thread;
+      // dnnl_sgemm spreads over OpenMP's thread count when called outside a parallel region;
+      // the query blocks are already the parallel unit, so each call runs on its caller alone.
+      ScopedOpenMpThreads one_thread(1);
       std::vector<float> tile(static_cast<size_t>(query_block_ * key_tile_));
       for (int64_t task = begin; task < end; ++task) {
         attendBlock(task / blocks, (task % blocks) * query_block_, operands, tile.data());
@@ -204,16 +192,17 @@ class AttentionKernel final : public Kernel {
     const int64_t past_rows = target.seq - source.seq, size = target.size;
     const size_t row_bytes = static_cast<size_t>(size) * sizeof(float);
     const int64_t pairs = target.batch * target.heads;
-#pragma omp parallel for num_threads(args.num_threads) if (pairs * target.seq * size > (1 << 15)) schedule(static)
-    for (int64_t pair = 0; pair < pairs; ++pair) {
-      const int64_t b = pair / target.heads, h = pair % target.heads;
-      float* block = out + pair * target.head_stride;
-      if (past_rows) std::memcpy(block, past + pair * past_rows * size, static_cast<size_t>(past_rows) * row_bytes);
-      const float* rows = in + b * source.batch_stride + h * source.head_stride;
-      for (int64_t s = 0; s < source.seq; ++s) {
-        std::memcpy(block + (past_rows + s) * size, rows + s * source.seq_stride, row_bytes);
+    ge::parallelFor(pairs, static_cast<double>(target.seq * size), args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t pair = first; pair < last; ++pair) {
+        const int64_t b = pair / target.heads, h = pair % target.heads;
+        float* block = out + pair * target.head_stride;
+        if (past_rows) std::memcpy(block, past + pair * past_rows * size, static_cast<size_t>(past_rows) * row_bytes);
+        const float* rows = in + b * source.batch_stride + h * source.head_stride;
+        for (int64_t s = 0; s < source.seq; ++s) {
+          std::memcpy(block + (past_rows + s) * size, rows + s * source.seq_stride, row_bytes);
+        }
       }
-    }
+    });
     return out;
   }
 
@@ -467,22 +456,23 @@ class RotaryEmbeddingKernel final : public Kernel {
     T* y = static_cast<T*>(args.outputs[0]);
     const int64_t tokens = g_.batch * g_.seq;
     std::atomic<int64_t> bad{-1};
-    const bool parallel = tokens * g_.heads * g_.head_size > (1 << 15);
-#pragma omp parallel for num_threads(args.num_threads) if (parallel) schedule(static)
-    for (int64_t t = 0; t < tokens; ++t) {
-      const int64_t b = t / g_.seq, s = t % g_.seq;
-      const int64_t row = g_.by_position ? positions[t] : g_.cache_rows == g_.seq ? s : t;
-      if (row < 0 || row >= g_.cache_rows) {
-        bad.store(t);
-        continue;
-      }
-      const T* c = cos_cache + row * g_.cache_row_stride;
-      const T* sn = sin_cache + row * g_.cache_row_stride;
-      for (int64_t h = 0; h < g_.heads; ++h) {
-        const int64_t offset = b * g_.batch_stride + s * g_.seq_stride + h * g_.head_stride;
-        rotate(x + offset, c, sn, y + offset);
-      }
-    }
+    ge::parallelFor(tokens, static_cast<double>(g_.heads * g_.head_size), args.num_threads,
+                    [&](int64_t first, int64_t last) {
+                      for (int64_t t = first; t < last; ++t) {
+                        const int64_t b = t / g_.seq, s = t % g_.seq;
+                        const int64_t row = g_.by_position ? positions[t] : g_.cache_rows == g_.seq ? s : t;
+                        if (row < 0 || row >= g_.cache_rows) {
+                          bad.store(t);
+                          continue;
+                        }
+                        const T* c = cos_cache + row * g_.cache_row_stride;
+                        const T* sn = sin_cache + row * g_.cache_row_stride;
+                        for (int64_t h = 0; h < g_.heads; ++h) {
+                          const int64_t offset = b * g_.batch_stride + s * g_.seq_stride + h * g_.head_stride;
+                          rotate(x + offset, c, sn, y + offset);
+                        }
+                      }
+                    });
     if (int64_t t = bad.load(); t >= 0) {
       raise(node_, ": position_ids[", t / g_.seq, ",", t % g_.seq, "] is ", positions[t],
             ", outside the cos/sin caches' ", g_.cache_rows, " rows");

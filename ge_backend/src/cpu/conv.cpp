@@ -482,7 +482,7 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
 // built; run-time weights on every run.
 template <typename T>
 class OwnConvKernel final : public Kernel {
-  using Acc = ComputeType<T>;
+  using Acc = ComputeOf<T>;
 
  public:
   OwnConvKernel(const ConvGeometry& geometry, bool transpose, bool has_bias, const T* constant_weights)

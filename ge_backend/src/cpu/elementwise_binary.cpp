@@ -14,11 +14,11 @@ namespace {
 
 // C = op(A, B) over the dtypes in Types, C of A's dtype.
 template <template <typename> class Op, typename Types>
-KernelFactory arithmeticFactory(int64_t grain) {
-  return [grain](const KernelBuildContext& context) {
+KernelFactory arithmeticFactory(double cost) {
+  return [cost](const KernelBuildContext& context) {
     return dispatch(Types{}, context.input(0).dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return makeBinary<T, T, T>(context, Op<ComputeOf<T>>{}, grain);
+      return makeBinary<T, T, T>(context, Op<ComputeOf<T>>{}, cost);
     });
   };
 }
@@ -29,7 +29,7 @@ KernelFactory comparisonFactory() {
   return [](const KernelBuildContext& context) {
     return dispatch(Types{}, context.input(0).dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return makeBinary<T, T, Bool8>(context, Op<ComputeOf<T>>{}, kCheapGrain);
+      return makeBinary<T, T, Bool8>(context, Op<ComputeOf<T>>{}, kCheapCost);
     });
   };
 }
@@ -38,7 +38,7 @@ template <typename Op>
 KernelFactory logicFactory() {
   return [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
     if (context.input(0).dtype != DType::Bool) return nullptr;
-    return makeBinary<Bool8, Bool8, Bool8>(context, Op{}, kCheapGrain);
+    return makeBinary<Bool8, Bool8, Bool8>(context, Op{}, kCheapCost);
   };
 }
 
@@ -46,7 +46,7 @@ std::unique_ptr<Kernel> modKernel(const KernelBuildContext& context) {
   bool truncated = context.intAttr("fmod") != 0;
   return dispatch(NumericTypes{}, context.input(0).dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return makeBinary<T, T, T>(context, fn::Mod<ComputeOf<T>>{truncated}, kCostlyGrain);
+    return makeBinary<T, T, T>(context, fn::Mod<ComputeOf<T>>{truncated}, kCostlyCost);
   });
 }
 
@@ -83,12 +83,12 @@ struct PowMinusOne {
 template <typename T>
 std::unique_ptr<Kernel> constantPowKernel(const KernelBuildContext& context, double exponent) {
   using C = ComputeOf<T>;
-  if (exponent == 0) return makeUnary<T, T>(context, PowZero<C>{}, kCheapGrain);
-  if (exponent == 1) return makeUnary<T, T>(context, PowOne<C>{}, kCheapGrain);
-  if (exponent == 2) return makeUnary<T, T>(context, PowTwo<C>{}, kCheapGrain);
-  if (exponent == 3) return makeUnary<T, T>(context, PowThree<C>{}, kCheapGrain);
-  if (exponent == 0.5) return makeUnary<T, T>(context, PowHalf<C>{}, kCheapGrain);
-  if (exponent == -1) return makeUnary<T, T>(context, PowMinusOne<C>{}, kCheapGrain);
+  if (exponent == 0) return makeUnary<T, T>(context, PowZero<C>{}, kCheapCost);
+  if (exponent == 1) return makeUnary<T, T>(context, PowOne<C>{}, kCheapCost);
+  if (exponent == 2) return makeUnary<T, T>(context, PowTwo<C>{}, kCheapCost);
+  if (exponent == 3) return makeUnary<T, T>(context, PowThree<C>{}, kCheapCost);
+  if (exponent == 0.5) return makeUnary<T, T>(context, PowHalf<C>{}, kCheapCost);
+  if (exponent == -1) return makeUnary<T, T>(context, PowMinusOne<C>{}, kCheapCost);
   return nullptr;
 }
 
@@ -103,7 +103,7 @@ std::unique_ptr<Kernel> powKernel(const KernelBuildContext& context) {
     }
     return dispatch(NumericTypes{}, context.input(1).dtype, [&](auto exponent_tag) {
       using E = typename decltype(exponent_tag)::type;
-      return makeBinary<T, E, T>(context, fn::Pow<ComputeOf<T>, ComputeOf<E>>{}, kCostlyGrain);
+      return makeBinary<T, E, T>(context, fn::Pow<ComputeOf<T>, ComputeOf<E>>{}, kCostlyCost);
     });
   });
 }
@@ -114,7 +114,7 @@ std::unique_ptr<Kernel> preluKernel(const KernelBuildContext& context) {
   }
   return dispatch(FloatAndWideIntTypes{}, context.input(0).dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return makeBinary<T, T, T>(context, fn::PRelu<ComputeOf<T>>{}, kCheapGrain);
+    return makeBinary<T, T, T>(context, fn::PRelu<ComputeOf<T>>{}, kCheapCost);
   });
 }
 
@@ -122,7 +122,7 @@ std::unique_ptr<Kernel> swigluKernel(const KernelBuildContext& context) {
   return dispatch(FloatTypes{}, context.input(0).dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = ComputeOf<T>;
-    return makeBinary<T, T, T>(context, fn::SwiGLU<C>{static_cast<C>(context.floatAttr("alpha"))}, kCostlyGrain);
+    return makeBinary<T, T, T>(context, fn::SwiGLU<C>{static_cast<C>(context.floatAttr("alpha"))}, kCostlyCost);
   });
 }
 
@@ -148,7 +148,7 @@ class VariadicKernel final : public Kernel {
       const auto* b = static_cast<const T*>(args.inputs[pass + 1]);
       const BroadcastPlan& plan = passes_[pass];
       const int pattern = plan.pattern();
-      parallelFor(size_, args.num_threads, kCheapGrain, [&](int64_t begin, int64_t end) {
+      parallelForElements(size_, kCheapCost, args.num_threads, [&](int64_t begin, int64_t end) {
         plan.forEachRun(begin, end, [&](const int64_t* offsets, int64_t at, int64_t count) {
           binaryRow(a + offsets[0], b + offsets[1], out + at, count, pattern, op_);
         });
@@ -157,7 +157,7 @@ class VariadicKernel final : public Kernel {
     if (mean_) {
       using C = ComputeOf<T>;
       const C count = static_cast<C>(passes_.size() + 1);
-      parallelFor(size_, args.num_threads, kCheapGrain, [&](int64_t begin, int64_t end) {
+      parallelForElements(size_, kCheapCost, args.num_threads, [&](int64_t begin, int64_t end) {
         unaryLoop(out + begin, out + begin, end - begin, [count](C x) { return x / count; });
       });
     }
@@ -196,10 +196,10 @@ KernelFactory variadicFactory(bool mean = false) {
 }  // namespace
 
 void registerBinaryKernels(KernelRegistry& registry) {
-  registry.add("Add", "", arithmeticFactory<fn::Add, NumericTypes>(kCheapGrain));
-  registry.add("Sub", "", arithmeticFactory<fn::Sub, NumericTypes>(kCheapGrain));
-  registry.add("Mul", "", arithmeticFactory<fn::Mul, NumericTypes>(kCheapGrain));
-  registry.add("Div", "", arithmeticFactory<fn::Div, NumericTypes>(kCheapGrain));
+  registry.add("Add", "", arithmeticFactory<fn::Add, NumericTypes>(kCheapCost));
+  registry.add("Sub", "", arithmeticFactory<fn::Sub, NumericTypes>(kCheapCost));
+  registry.add("Mul", "", arithmeticFactory<fn::Mul, NumericTypes>(kCheapCost));
+  registry.add("Div", "", arithmeticFactory<fn::Div, NumericTypes>(kCheapCost));
   registry.add("Mod", "", modKernel);
   registry.add("Pow", "", powKernel);
   registry.add("PRelu", "", preluKernel);

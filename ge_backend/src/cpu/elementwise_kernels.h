@@ -73,8 +73,8 @@ std::optional<size_t> sameDescInput(const KernelBuildContext& context, std::init
 template <typename In, typename Out, typename Op>
 class UnaryKernel final : public Kernel {
  public:
-  UnaryKernel(std::string name, int64_t size, Op op, int64_t grain)
-      : name_(std::move(name)), size_(size), op_(op), grain_(grain) {}
+  UnaryKernel(std::string name, int64_t size, Op op, double cost)
+      : name_(std::move(name)), size_(size), op_(op), cost_(cost) {}
 
   std::optional<size_t> inPlaceInput(size_t) const override {
     return sizeof(In) == sizeof(Out) ? std::optional<size_t>(0) : std::nullopt;
@@ -82,7 +82,7 @@ class UnaryKernel final : public Kernel {
   void run(const KernelArgs& args, KernelState*) const override {
     const auto* in = static_cast<const In*>(args.inputs[0]);
     auto* out = static_cast<Out*>(args.outputs[0]);
-    parallelFor(size_, args.num_threads, grain_, [&](int64_t begin, int64_t end) {
+    parallelForElements(size_, cost_, args.num_threads, [&](int64_t begin, int64_t end) {
       if constexpr (HasVectorLimit<Op>::value && std::is_same_v<ComputeOf<In>, float>) {
         limitedUnaryLoop(in + begin, out + begin, end - begin, op_);
       } else {
@@ -96,21 +96,21 @@ class UnaryKernel final : public Kernel {
   std::string name_;
   int64_t size_;
   Op op_;
-  int64_t grain_;
+  double cost_;
 };
 
 template <typename In, typename Out, typename Op>
-std::unique_ptr<Kernel> makeUnary(const KernelBuildContext& context, Op op, int64_t grain) {
+std::unique_ptr<Kernel> makeUnary(const KernelBuildContext& context, Op op, double cost) {
   return std::make_unique<UnaryKernel<In, Out, Op>>(kernelName(context, context.input(0).dtype),
-                                                     context.output(0).numElements(), op, grain);
+                                                     context.output(0).numElements(), op, cost);
 }
 
 // C = op(A, B) with A and B broadcast to C.
 template <typename A, typename B, typename Out, typename Op>
 class BinaryKernel final : public Kernel {
  public:
-  BinaryKernel(std::string name, BroadcastPlan plan, Op op, int64_t grain, std::optional<size_t> in_place)
-      : name_(std::move(name)), plan_(plan), op_(op), grain_(grain), in_place_(in_place) {}
+  BinaryKernel(std::string name, BroadcastPlan plan, Op op, double cost, std::optional<size_t> in_place)
+      : name_(std::move(name)), plan_(plan), op_(op), cost_(cost), in_place_(in_place) {}
 
   std::optional<size_t> inPlaceInput(size_t) const override { return in_place_; }
   void run(const KernelArgs& args, KernelState*) const override {
@@ -118,7 +118,7 @@ class BinaryKernel final : public Kernel {
     const auto* b = static_cast<const B*>(args.inputs[1]);
     auto* out = static_cast<Out*>(args.outputs[0]);
     const int pattern = plan_.pattern();
-    parallelFor(plan_.size(), args.num_threads, grain_, [&](int64_t begin, int64_t end) {
+    parallelForElements(plan_.size(), cost_, args.num_threads, [&](int64_t begin, int64_t end) {
       plan_.forEachRun(begin, end, [&](const int64_t* offsets, int64_t at, int64_t count) {
         binaryRow(a + offsets[0], b + offsets[1], out + at, count, pattern, op_);
       });
@@ -130,14 +130,14 @@ class BinaryKernel final : public Kernel {
   std::string name_;
   BroadcastPlan plan_;
   Op op_;
-  int64_t grain_;
+  double cost_;
   std::optional<size_t> in_place_;
 };
 
 template <typename A, typename B, typename Out, typename Op>
-std::unique_ptr<Kernel> makeBinary(const KernelBuildContext& context, Op op, int64_t grain) {
+std::unique_ptr<Kernel> makeBinary(const KernelBuildContext& context, Op op, double cost) {
   BroadcastPlan plan(context, {context.input(0), context.input(1)}, context.output(0));
-  return std::make_unique<BinaryKernel<A, B, Out, Op>>(kernelName(context, context.input(0).dtype), plan, op, grain,
+  return std::make_unique<BinaryKernel<A, B, Out, Op>>(kernelName(context, context.input(0).dtype), plan, op, cost,
                                                        sameDescInput(context, {0, 1}));
 }
 

@@ -1,10 +1,8 @@
 #pragma once
 // What the element-wise kernels share: the storage type of each dtype and how it loads into
 // and stores from the type computations use, dispatch from a runtime dtype to a template,
-// splitting work over OpenMP threads, and the broadcast plan that walks an output together
+// splitting work over threads, and the broadcast plan that walks an output together
 // with the inputs broadcast to it.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -15,29 +13,21 @@
 
 #include "cpu/vector_math.h"
 #include "estuary/ge/kernel.h"
+#include "estuary/ge/kernel_helpers.h"
 
 namespace estuary::ge::cpu {
 
 // --- Element types -------------------------------------------------------------------------
-// Element<T>::Compute is what a kernel computes in: f32 for the 16-bit floats (loaded exactly,
-// rounded once to nearest even when stored), bool for Bool8, the type itself otherwise.
+// Element<T>::Compute is what a kernel computes in: the kernel helpers' ElementTraits (f32
+// for the 16-bit floats, loaded exactly and rounded once to nearest even when stored), for
+// the element-wise kernels' own storage types of f16 (HalfBits) and bool (Bool8) too.
 template <typename T>
-struct Element {
-  using Compute = T;
-  static T load(T x) { return x; }
-  static T store(T x) { return x; }
-};
+struct Element : ElementTraits<T> {};
 template <>
-struct Element<Half> {
+struct Element<HalfBits> {
   using Compute = float;
-  static float load(Half x) { return vm::toFloat(x); }
-  static Half store(float x) { return vm::toHalf(x); }
-};
-template <>
-struct Element<BFloat16> {
-  using Compute = float;
-  static float load(BFloat16 x) { return vm::toFloat(x); }
-  static BFloat16 store(float x) { return vm::toBFloat16(x); }
+  static float load(HalfBits x) { return vm::toFloat(x); }
+  static HalfBits store(float x) { return vm::toHalf(x); }
 };
 template <>
 struct Element<Bool8> {
@@ -52,7 +42,7 @@ using ComputeOf = typename Element<T>::Compute;
 template <typename T>
 constexpr DType dtypeOf() {
   if constexpr (std::is_same_v<T, float>) return DType::F32;
-  if constexpr (std::is_same_v<T, Half>) return DType::F16;
+  if constexpr (std::is_same_v<T, HalfBits>) return DType::F16;
   if constexpr (std::is_same_v<T, BFloat16>) return DType::BF16;
   if constexpr (std::is_same_v<T, double>) return DType::F64;
   if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
@@ -74,11 +64,11 @@ template <typename... Ts>
 struct TypeList {};
 
 // The sets the op schemas constrain types to (see core/src/ops/schema.cpp).
-using FloatTypes = TypeList<float, Half, BFloat16, double>;
-using SignedTypes = TypeList<float, Half, BFloat16, double, int8_t, int16_t, int32_t, int64_t>;
-using NumericTypes = TypeList<float, Half, BFloat16, double, int8_t, int16_t, int32_t, int64_t, uint8_t>;
-using AllTypes = TypeList<float, Half, BFloat16, double, int8_t, int16_t, int32_t, int64_t, uint8_t, Bool8>;
-using FloatAndWideIntTypes = TypeList<float, Half, BFloat16, double, int32_t, int64_t>;
+using FloatTypes = TypeList<float, HalfBits, BFloat16, double>;
+using SignedTypes = TypeList<float, HalfBits, BFloat16, double, int8_t, int16_t, int32_t, int64_t>;
+using NumericTypes = TypeList<float, HalfBits, BFloat16, double, int8_t, int16_t, int32_t, int64_t, uint8_t>;
+using AllTypes = TypeList<float, HalfBits, BFloat16, double, int8_t, int16_t, int32_t, int64_t, uint8_t, Bool8>;
+using FloatAndWideIntTypes = TypeList<float, HalfBits, BFloat16, double, int32_t, int64_t>;
 
 // Calls fn(TypeTag<T>{}) for the storage type T of `dtype` when the list has it; returns
 // whether it did.
@@ -96,22 +86,6 @@ std::unique_ptr<Kernel> dispatch(List list, DType dtype, Make&& make) {
   return kernel;
 }
 
-// An unsigned integer of `bytes` bytes: the storage for ops that only move elements.
-template <size_t Bytes>
-using UnsignedOfSize = std::conditional_t<
-    Bytes == 1, uint8_t, std::conditional_t<Bytes == 2, uint16_t, std::conditional_t<Bytes == 4, uint32_t, uint64_t>>>;
-
-template <typename Make>
-std::unique_ptr<Kernel> dispatchBySize(size_t bytes, Make&& make) {
-  switch (bytes) {
-    case 1: return make(TypeTag<uint8_t>{});
-    case 2: return make(TypeTag<uint16_t>{});
-    case 4: return make(TypeTag<uint32_t>{});
-    case 8: return make(TypeTag<uint64_t>{});
-    default: return nullptr;
-  }
-}
-
 // "cpu:Relu f32"
 std::string kernelName(const KernelBuildContext& context, DType dtype);
 
@@ -122,30 +96,19 @@ double readScalar(const void* data, DType dtype);
 
 // --- Threads -------------------------------------------------------------------------------
 
-// Elements one thread should have at least before another one helps: a fork/join costs
-// about as much as streaming this many elements through a cheap operation.
-inline constexpr int64_t kCheapGrain = int64_t{1} << 15;
-// For operations that spend tens of instructions per element (exp, erf, sin ...): a few
-// nanoseconds each, so that a half of this many is worth a parallel region's start (10 us
-// when the workers sleep between regions).
-inline constexpr int64_t kCostlyGrain = int64_t{1} << 13;
+// The work of one element in parallelFor's unit (kernel_helpers.h): a cheap operation (add,
+// max, a copy) is one; those that spend tens of instructions per element (exp, erf, sin ...)
+// four.
+inline constexpr double kCheapCost = 1;
+inline constexpr double kCostlyCost = 4;
 
-// Runs fn(begin, end) over contiguous ranges covering [0, n), one per thread; range bounds
-// are multiples of 16 elements so that threads do not share cache lines.
+// parallelFor over elements [0, n): fn(begin, end) on contiguous ranges whose bounds are
+// multiples of 16 elements, so that threads do not share cache lines.
 template <typename Fn>
-void parallelFor(int64_t n, int threads, int64_t grain, const Fn& fn) {
-  int64_t chunks = std::min<int64_t>(threads, n / grain);
-  if (chunks <= 1) {
-    if (n > 0) fn(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(static_cast<int>(chunks))
-  {
-    int64_t index = omp_get_thread_num(), count = omp_get_num_threads();
-    int64_t begin = index == 0 ? 0 : (n / count * index) & ~int64_t{15};
-    int64_t end = index + 1 == count ? n : (n / count * (index + 1)) & ~int64_t{15};
-    if (begin < end) fn(begin, end);
-  }
+void parallelForElements(int64_t n, double cost, int threads, const Fn& fn) {
+  constexpr int64_t kLine = 16;
+  ge::parallelFor((n + kLine - 1) / kLine, cost * kLine, threads,
+                  [&](int64_t begin, int64_t end) { fn(begin * kLine, std::min(end * kLine, n)); });
 }
 
 // --- Broadcasting --------------------------------------------------------------------------

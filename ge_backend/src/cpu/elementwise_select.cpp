@@ -5,6 +5,7 @@
 
 #include "cpu/elementwise.h"
 #include "cpu/elementwise_kernels.h"
+#include "cpu/strided.h"
 
 namespace estuary::ge::cpu {
 
@@ -32,7 +33,7 @@ class WhereKernel final : public Kernel {
     const auto* y = static_cast<const T*>(args.inputs[2]);
     auto* out = static_cast<T*>(args.outputs[0]);
     const int pattern = plan_.pattern();
-    parallelFor(plan_.size(), args.num_threads, kCheapGrain, [&](int64_t begin, int64_t end) {
+    parallelForElements(plan_.size(), kCheapCost, args.num_threads, [&](int64_t begin, int64_t end) {
       plan_.forEachRun(begin, end, [&](const int64_t* at, int64_t o, int64_t n) {
         const Bool8* cs = c + at[0];
         const T* xs = x + at[1];
@@ -60,8 +61,8 @@ class WhereKernel final : public Kernel {
 std::unique_ptr<Kernel> whereKernel(const KernelBuildContext& context) {
   if (context.input(0).dtype != DType::Bool) return nullptr;
   BroadcastPlan plan(context, {context.input(0), context.input(1), context.input(2)}, context.output(0));
-  return dispatchBySize(dtypeSize(context.output(0).dtype), [&](auto tag) -> std::unique_ptr<Kernel> {
-    using T = typename decltype(tag)::type;
+  return ge::dispatchBySize(dtypeSize(context.output(0).dtype), [&](auto zero) -> std::unique_ptr<Kernel> {
+    using T = decltype(zero);
     return std::make_unique<WhereKernel<T>>(kernelName(context, context.output(0).dtype), plan,
                                             sameDescInput(context, {1, 2}));
   });
@@ -69,21 +70,12 @@ std::unique_ptr<Kernel> whereKernel(const KernelBuildContext& context) {
 
 // --- Identity ------------------------------------------------------------------------------
 
-// Copies bytes over threads; nothing to do when the planner gave output and input one buffer.
-void parallelCopy(void* out, const void* in, size_t bytes, int threads) {
-  if (out == in) return;
-  parallelFor(static_cast<int64_t>(bytes), threads, kCheapGrain * 4, [&](int64_t begin, int64_t end) {
-    std::memcpy(static_cast<std::byte*>(out) + begin, static_cast<const std::byte*>(in) + begin,
-                static_cast<size_t>(end - begin));
-  });
-}
-
 class IdentityKernel final : public Kernel {
  public:
   IdentityKernel(std::string name, size_t bytes) : name_(std::move(name)), bytes_(bytes) {}
   std::optional<size_t> inPlaceInput(size_t) const override { return 0; }
   void run(const KernelArgs& args, KernelState*) const override {
-    parallelCopy(args.outputs[0], args.inputs[0], bytes_, args.num_threads);
+    copyBytes(args.outputs[0], args.inputs[0], bytes_, args.num_threads);
   }
   std::string name() const override { return name_; }
 
@@ -135,7 +127,7 @@ class DropoutKernel final : public Kernel {
     bool training = has_training_mode_ && static_cast<const Bool8*>(args.inputs[2])->value != 0;
     double ratio = ratio_dtype_ ? readScalar(args.inputs[1], *ratio_dtype_) : 0.5;
     if (!training || ratio <= 0) {
-      parallelCopy(out, in, static_cast<size_t>(size_) * sizeof(T), args.num_threads);
+      copyBytes(out, in, static_cast<size_t>(size_) * sizeof(T), args.num_threads);
       if (mask) std::memset(mask, 1, static_cast<size_t>(size_));
       return;
     }
@@ -145,7 +137,7 @@ class DropoutKernel final : public Kernel {
     const auto threshold = static_cast<uint64_t>(std::min(ratio, 1.0) * 16777216.0);
     using C = ComputeOf<T>;
     const C scale = ratio < 1 ? static_cast<C>(1 / (1 - ratio)) : C(0);
-    parallelFor(size_, args.num_threads, kCostlyGrain, [&](int64_t begin, int64_t end) {
+    parallelForElements(size_, kCostlyCost, args.num_threads, [&](int64_t begin, int64_t end) {
 #pragma omp simd
       for (int64_t i = begin; i < end; ++i) {
         bool keep = (mix(stream + static_cast<uint64_t>(i)) >> 40) >= threshold;

@@ -11,11 +11,11 @@ namespace {
 // A factory for Y = op(X) over the dtypes in Types; maker(context, TypeTag<C>{}) builds the
 // functor for compute type C from the node's attributes.
 template <typename Types, typename Maker>
-KernelFactory unaryFactory(Maker maker, int64_t grain) {
-  return [maker, grain](const KernelBuildContext& context) {
+KernelFactory unaryFactory(Maker maker, double cost) {
+  return [maker, cost](const KernelBuildContext& context) {
     return dispatch(Types{}, context.input(0).dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return makeUnary<T, T>(context, maker(context, TypeTag<ComputeOf<T>>{}), grain);
+      return makeUnary<T, T>(context, maker(context, TypeTag<ComputeOf<T>>{}), cost);
     });
   };
 }
@@ -41,7 +41,7 @@ KernelFactory predicateFactory(Maker maker) {
   return [maker](const KernelBuildContext& context) {
     return dispatch(FloatTypes{}, context.input(0).dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return makeUnary<T, Bool8>(context, maker(context, TypeTag<ComputeOf<T>>{}), kCheapGrain);
+      return makeUnary<T, Bool8>(context, maker(context, TypeTag<ComputeOf<T>>{}), kCheapCost);
     });
   };
 }
@@ -67,7 +67,7 @@ class ClipKernel final : public Kernel {
     const auto* in = static_cast<const T*>(args.inputs[0]);
     auto* out = static_cast<T*>(args.outputs[0]);
     fn::Clip<C> op{lo, hi};
-    parallelFor(size_, args.num_threads, kCheapGrain,
+    parallelForElements(size_, kCheapCost, args.num_threads,
                 [&](int64_t begin, int64_t end) { unaryLoop(in + begin, out + begin, end - begin, op); });
   }
   std::string name() const override { return name_; }
@@ -89,8 +89,8 @@ std::unique_ptr<Kernel> clipKernel(const KernelBuildContext& context) {
 }
 
 std::unique_ptr<Kernel> geluKernel(const KernelBuildContext& context) {
-  static const KernelFactory exact = unaryFactory<FloatTypes>(plain<fn::GeluErf>(), kCostlyGrain);
-  static const KernelFactory tanh = unaryFactory<FloatTypes>(plain<fn::GeluTanh>(), kCostlyGrain);
+  static const KernelFactory exact = unaryFactory<FloatTypes>(plain<fn::GeluErf>(), kCostlyCost);
+  static const KernelFactory tanh = unaryFactory<FloatTypes>(plain<fn::GeluTanh>(), kCostlyCost);
   std::string approximate = context.stringAttr("approximate");
   if (approximate == "none") return exact(context);
   if (approximate == "tanh") return tanh(context);
@@ -103,41 +103,41 @@ void registerUnaryKernels(KernelRegistry& registry) {
   auto add = [&](const char* op, KernelFactory factory) { registry.add(op, "", std::move(factory)); };
 
   // Cheap: a few instructions per element, memory-bound.
-  add("Abs", unaryFactory<NumericTypes>(plain<fn::Abs>(), kCheapGrain));
-  add("Neg", unaryFactory<SignedTypes>(plain<fn::Neg>(), kCheapGrain));
-  add("Sign", unaryFactory<NumericTypes>(plain<fn::Sign>(), kCheapGrain));
-  add("Relu", unaryFactory<SignedTypes>(plain<fn::Relu>(), kCheapGrain));
-  add("Floor", unaryFactory<FloatTypes>(plain<fn::Floor>(), kCheapGrain));
-  add("Ceil", unaryFactory<FloatTypes>(plain<fn::Ceil>(), kCheapGrain));
-  add("Round", unaryFactory<FloatTypes>(plain<fn::Round>(), kCheapGrain));
-  add("Sqrt", unaryFactory<FloatTypes>(plain<fn::Sqrt>(), kCheapGrain));
-  add("Reciprocal", unaryFactory<FloatTypes>(plain<fn::Reciprocal>(), kCheapGrain));
-  add("Softsign", unaryFactory<FloatTypes>(plain<fn::Softsign>(), kCheapGrain));
-  add("HardSwish", unaryFactory<FloatTypes>(plain<fn::HardSwish>(), kCheapGrain));
-  add("LeakyRelu", unaryFactory<FloatTypes>(withFloats<fn::LeakyRelu>("alpha"), kCheapGrain));
-  add("ThresholdedRelu", unaryFactory<FloatTypes>(withFloats<fn::ThresholdedRelu>("alpha"), kCheapGrain));
-  add("HardSigmoid", unaryFactory<FloatTypes>(withFloats<fn::HardSigmoid>("alpha", "beta"), kCheapGrain));
+  add("Abs", unaryFactory<NumericTypes>(plain<fn::Abs>(), kCheapCost));
+  add("Neg", unaryFactory<SignedTypes>(plain<fn::Neg>(), kCheapCost));
+  add("Sign", unaryFactory<NumericTypes>(plain<fn::Sign>(), kCheapCost));
+  add("Relu", unaryFactory<SignedTypes>(plain<fn::Relu>(), kCheapCost));
+  add("Floor", unaryFactory<FloatTypes>(plain<fn::Floor>(), kCheapCost));
+  add("Ceil", unaryFactory<FloatTypes>(plain<fn::Ceil>(), kCheapCost));
+  add("Round", unaryFactory<FloatTypes>(plain<fn::Round>(), kCheapCost));
+  add("Sqrt", unaryFactory<FloatTypes>(plain<fn::Sqrt>(), kCheapCost));
+  add("Reciprocal", unaryFactory<FloatTypes>(plain<fn::Reciprocal>(), kCheapCost));
+  add("Softsign", unaryFactory<FloatTypes>(plain<fn::Softsign>(), kCheapCost));
+  add("HardSwish", unaryFactory<FloatTypes>(plain<fn::HardSwish>(), kCheapCost));
+  add("LeakyRelu", unaryFactory<FloatTypes>(withFloats<fn::LeakyRelu>("alpha"), kCheapCost));
+  add("ThresholdedRelu", unaryFactory<FloatTypes>(withFloats<fn::ThresholdedRelu>("alpha"), kCheapCost));
+  add("HardSigmoid", unaryFactory<FloatTypes>(withFloats<fn::HardSigmoid>("alpha", "beta"), kCheapCost));
 
   // Costly: polynomial approximations.
-  add("Exp", unaryFactory<FloatTypes>(plain<fn::Exp>(), kCostlyGrain));
-  add("Log", unaryFactory<FloatTypes>(plain<fn::Log>(), kCostlyGrain));
-  add("Tanh", unaryFactory<FloatTypes>(plain<fn::Tanh>(), kCostlyGrain));
-  add("Sigmoid", unaryFactory<FloatTypes>(plain<fn::Sigmoid>(), kCostlyGrain));
-  add("Erf", unaryFactory<FloatTypes>(plain<fn::Erf>(), kCostlyGrain));
-  add("Sin", unaryFactory<FloatTypes>(plain<fn::Sin>(), kCostlyGrain));
-  add("Cos", unaryFactory<FloatTypes>(plain<fn::Cos>(), kCostlyGrain));
-  add("Tan", unaryFactory<FloatTypes>(plain<fn::Tan>(), kCostlyGrain));
-  add("Asin", unaryFactory<FloatTypes>(plain<fn::Asin>(), kCostlyGrain));
-  add("Acos", unaryFactory<FloatTypes>(plain<fn::Acos>(), kCostlyGrain));
-  add("Atan", unaryFactory<FloatTypes>(plain<fn::Atan>(), kCostlyGrain));
-  add("Sinh", unaryFactory<FloatTypes>(plain<fn::Sinh>(), kCostlyGrain));
-  add("Cosh", unaryFactory<FloatTypes>(plain<fn::Cosh>(), kCostlyGrain));
-  add("Softplus", unaryFactory<FloatTypes>(plain<fn::Softplus>(), kCostlyGrain));
-  add("Mish", unaryFactory<FloatTypes>(plain<fn::Mish>(), kCostlyGrain));
-  add("Elu", unaryFactory<FloatTypes>(withFloats<fn::Elu>("alpha"), kCostlyGrain));
-  add("Celu", unaryFactory<FloatTypes>(withFloats<fn::Celu>("alpha"), kCostlyGrain));
-  add("Selu", unaryFactory<FloatTypes>(withFloats<fn::Selu>("alpha", "gamma"), kCostlyGrain));
-  add("Swish", unaryFactory<FloatTypes>(withFloats<fn::Swish>("alpha"), kCostlyGrain));
+  add("Exp", unaryFactory<FloatTypes>(plain<fn::Exp>(), kCostlyCost));
+  add("Log", unaryFactory<FloatTypes>(plain<fn::Log>(), kCostlyCost));
+  add("Tanh", unaryFactory<FloatTypes>(plain<fn::Tanh>(), kCostlyCost));
+  add("Sigmoid", unaryFactory<FloatTypes>(plain<fn::Sigmoid>(), kCostlyCost));
+  add("Erf", unaryFactory<FloatTypes>(plain<fn::Erf>(), kCostlyCost));
+  add("Sin", unaryFactory<FloatTypes>(plain<fn::Sin>(), kCostlyCost));
+  add("Cos", unaryFactory<FloatTypes>(plain<fn::Cos>(), kCostlyCost));
+  add("Tan", unaryFactory<FloatTypes>(plain<fn::Tan>(), kCostlyCost));
+  add("Asin", unaryFactory<FloatTypes>(plain<fn::Asin>(), kCostlyCost));
+  add("Acos", unaryFactory<FloatTypes>(plain<fn::Acos>(), kCostlyCost));
+  add("Atan", unaryFactory<FloatTypes>(plain<fn::Atan>(), kCostlyCost));
+  add("Sinh", unaryFactory<FloatTypes>(plain<fn::Sinh>(), kCostlyCost));
+  add("Cosh", unaryFactory<FloatTypes>(plain<fn::Cosh>(), kCostlyCost));
+  add("Softplus", unaryFactory<FloatTypes>(plain<fn::Softplus>(), kCostlyCost));
+  add("Mish", unaryFactory<FloatTypes>(plain<fn::Mish>(), kCostlyCost));
+  add("Elu", unaryFactory<FloatTypes>(withFloats<fn::Elu>("alpha"), kCostlyCost));
+  add("Celu", unaryFactory<FloatTypes>(withFloats<fn::Celu>("alpha"), kCostlyCost));
+  add("Selu", unaryFactory<FloatTypes>(withFloats<fn::Selu>("alpha", "gamma"), kCostlyCost));
+  add("Swish", unaryFactory<FloatTypes>(withFloats<fn::Swish>("alpha"), kCostlyCost));
   add("Gelu", geluKernel);
 
   add("IsNaN", predicateFactory(plain<fn::IsNaN>()));
@@ -147,7 +147,7 @@ void registerUnaryKernels(KernelRegistry& registry) {
       }));
   add("Not", [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
     if (context.input(0).dtype != DType::Bool) return nullptr;
-    return makeUnary<Bool8, Bool8>(context, fn::Not{}, kCheapGrain);
+    return makeUnary<Bool8, Bool8>(context, fn::Not{}, kCheapCost);
   });
   add("Clip", clipKernel);
 }

@@ -227,16 +227,17 @@ class OwnGemmKernel final : public Kernel {
     if (alpha_ == 1.0 && !has_c_) return;
     const T* c = has_c_ ? static_cast<const T*>(args.inputs[2]) : nullptr;
     const T alpha = static_cast<T>(alpha_), beta = static_cast<T>(beta_);
-#pragma omp parallel for num_threads(args.num_threads) if (m_ * n_ > (1 << 16))
-    for (int64_t i = 0; i < m_; ++i) {
-      T* row = y + i * n_;
-      if (!c) {
-        for (int64_t j = 0; j < n_; ++j) row[j] = alpha * row[j];
-        continue;
+    ge::parallelFor(m_, static_cast<double>(n_), args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        T* row = y + i * n_;
+        if (!c) {
+          for (int64_t j = 0; j < n_; ++j) row[j] = alpha * row[j];
+          continue;
+        }
+        const T* c_row = c + i * c_row_stride_;
+        for (int64_t j = 0; j < n_; ++j) row[j] = alpha * row[j] + beta * c_row[j * c_col_stride_];
       }
-      const T* c_row = c + i * c_row_stride_;
-      for (int64_t j = 0; j < n_; ++j) row[j] = alpha * row[j] + beta * c_row[j * c_col_stride_];
-    }
+    });
   }
   std::string name() const override { return "cpu:gemm"; }
 
@@ -302,32 +303,34 @@ void runGather(const Gather& gather, const Src* src, Dst* dst, int num_threads) 
   const int64_t inner = rank ? gather.dims[rank - 1] : 1;
   const int64_t inner_stride = rank ? gather.strides[rank - 1] : 0;
   const int64_t outer = inner ? gather.count / inner : 0;
-#pragma omp parallel for num_threads(num_threads) if (gather.count * sum_count > (1 << 16))
-  for (int64_t row = 0; row < outer; ++row) {
-    int64_t base = 0, rest = row;
-    for (size_t d = rank ? rank - 1 : 0; d-- > 0;) {
-      base += (rest % gather.dims[d]) * gather.strides[d];
-      rest /= gather.dims[d];
-    }
-    Dst* out = dst + row * inner;
-    for (int64_t i = 0; i < inner; ++i) {
-      const Src* at = src + base + i * inner_stride;
-      Acc sum = 0;
-      for (int64_t s = 0; s < sum_count; ++s) {
-        int64_t offset = 0, left = s;
-        for (size_t d = sum_rank; d-- > 0;) {
-          offset += (left % gather.sum_dims[d]) * gather.sum_strides[d];
-          left /= gather.sum_dims[d];
-        }
-        if constexpr (std::is_integral_v<Acc>) {
-          sum = static_cast<Acc>(static_cast<uint64_t>(sum) + static_cast<uint64_t>(static_cast<Acc>(loadAs(at[offset]))));
-        } else {
-          sum += static_cast<Acc>(loadAs(at[offset]));
-        }
+  // An index walk per summed element: a few cheap operations each.
+  ge::parallelFor(outer, 4.0 * static_cast<double>(inner * sum_count), num_threads, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {
+      int64_t base = 0, rest = row;
+      for (size_t d = rank ? rank - 1 : 0; d-- > 0;) {
+        base += (rest % gather.dims[d]) * gather.strides[d];
+        rest /= gather.dims[d];
       }
-      out[i] = storeAs<Dst>(sum);
+      Dst* out = dst + row * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const Src* at = src + base + i * inner_stride;
+        Acc sum = 0;
+        for (int64_t s = 0; s < sum_count; ++s) {
+          int64_t offset = 0, left = s;
+          for (size_t d = sum_rank; d-- > 0;) {
+            offset += (left % gather.sum_dims[d]) * gather.sum_strides[d];
+            left /= gather.sum_dims[d];
+          }
+          if constexpr (std::is_integral_v<Acc>) {
+            sum = static_cast<Acc>(static_cast<uint64_t>(sum) + static_cast<uint64_t>(static_cast<Acc>(loadAs(at[offset]))));
+          } else {
+            sum += static_cast<Acc>(loadAs(at[offset]));
+          }
+        }
+        out[i] = storeAs<Dst>(sum);
+      }
     }
-  }
+  });
 }
 
 class EinsumState final : public KernelState {

@@ -68,21 +68,19 @@ constexpr size_t kMaxConvertedOperands = 16;
 template <typename Narrow>
 void widen(const void* from, float* to, int64_t count, int threads) {
   const Narrow* source = static_cast<const Narrow*>(from);
-#pragma omp parallel for simd num_threads(threads) if (count > (1 << 16))
-  for (int64_t i = 0; i < count; ++i) to[i] = toF32(source[i]);
+  ge::parallelFor(count, 1, threads, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) to[i] = loadAs(source[i]);
+  });
 }
 
 template <typename Narrow>
 void narrow(const float* from, void* to, int64_t count, int threads) {
   Narrow* target = static_cast<Narrow*>(to);
-#pragma omp parallel for simd num_threads(threads) if (count > (1 << 16))
-  for (int64_t i = 0; i < count; ++i) {
-    if constexpr (std::is_same_v<Narrow, BFloat16>) {
-      target[i] = toBFloat16(from[i]);
-    } else {
-      target[i] = static_cast<Narrow>(from[i]);
-    }
-  }
+  ge::parallelFor(count, 1, threads, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) target[i] = storeAs<Narrow>(from[i]);
+  });
 }
 
 class F32ComputeKernel final : public Kernel {
@@ -234,7 +232,9 @@ int threadsForWork(const KernelBuildContext& context) {
     for (size_t i = 0; i < context.numInputs(); ++i) work += context.hasInput(i) ? context.input(i).numElements() : 0;
     for (size_t k = 0; k < context.numOutputs(); ++k) work += context.output(k).numElements();
   }
-  return work < kCheapGrain ? 1 : context.maxThreads();
+  // All or one, not parallelFor's one thread per kParallelRegionCost: oneDNN splits a
+  // primitive's work over whatever team it is created for.
+  return work < kParallelRegionCost ? 1 : context.maxThreads();
 }
 
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory) {

@@ -1,8 +1,7 @@
 #pragma once
 // Pieces the neural-network kernels (conv, matmul, pooling, normalization, softmax) share:
-// element access for the half types, dtype dispatch, a oneDNN kernel that owns pre-packed
+// exp for f32, dispatch over the float dtypes, a oneDNN kernel that owns pre-packed
 // weights, build-time reorders, and the own blocked GEMM used for the types oneDNN lacks.
-#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -19,32 +18,6 @@
 #include "worker_pool.h"
 
 namespace estuary::ge::cpu {
-
-inline float toF32(float value) { return value; }
-inline float toF32(_Float16 value) { return static_cast<float>(value); }
-inline float toF32(BFloat16 value) { return toFloat(value); }
-
-// The type an element is computed in: f32 for the 16-bit floats, itself otherwise.
-template <typename T>
-using ComputeType = std::conditional_t<std::is_same_v<T, _Float16> || std::is_same_v<T, BFloat16>, float, T>;
-
-template <typename T>
-inline ComputeType<T> loadAs(const T& value) {
-  if constexpr (std::is_same_v<T, _Float16> || std::is_same_v<T, BFloat16>) {
-    return toF32(value);
-  } else {
-    return value;
-  }
-}
-
-template <typename T, typename C>
-inline T storeAs(C value) {
-  if constexpr (std::is_same_v<T, BFloat16>) {
-    return toBFloat16(static_cast<float>(value));
-  } else {
-    return static_cast<T>(value);
-  }
-}
 
 // exp for f32 in a form the compiler vectorizes: exp(x) = 2^k exp(r) with k = round(x /
 // ln 2) and |r| <= ln 2 / 2, exp(r) by its degree-6 Taylor polynomial (truncation error
@@ -92,12 +65,11 @@ class PackedOnednnKernel final : public OnednnKernel {
   }
 };
 
-
 // The threads a kernel for the context's node should be built for: one when the node's work
-// is below what starting a parallel region costs (about 1 us with spinning workers, 10 us
-// with sleeping ones), else the build's. Work is counted in elements of a cheap element-wise
-// op; a multiply-add of a matrix product or convolution counts 1/16 (vector FMAs on data in
-// cache), so a 32x64x64 MatMul runs on one thread and a 128x768x768 one on all.
+// is below what starting a parallel region costs (kParallelRegionCost), else the build's.
+// Work is counted in elements of a cheap element-wise op; a multiply-add of a matrix product
+// or convolution counts 1/16 (vector FMAs on data in cache), so a 32x64x64 MatMul runs on
+// one thread and a 128x768x768 one on all.
 int threadsForWork(const KernelBuildContext& context);
 
 // Builds a kernel with `factory` (under ScopedOpenMpThreads(threadsForWork)), computing in

@@ -101,7 +101,7 @@ std::unique_ptr<Kernel> onednnBatchNorm(const KernelBuildContext& context) {
 // the statistics are the batch's, and running_mean/running_var are written.
 template <typename T>
 class OwnBatchNormKernel final : public Kernel {
-  using Acc = ComputeType<T>;
+  using Acc = ComputeOf<T>;
 
  public:
   OwnBatchNormKernel(const KernelBuildContext& context, bool training)
@@ -133,24 +133,27 @@ class OwnBatchNormKernel final : public Kernel {
       // Batch statistics; the running ones blend them with the given ones.
       Acc* batch_mean = a;
       Acc* batch_variance = b;
-#pragma omp parallel for num_threads(args.num_threads) if (batch_ * channels_ * plane > (1 << 16))
-      for (int64_t c = 0; c < channels_; ++c) {
-        Acc sum = 0, squares = 0;
-        for (int64_t n = 0; n < batch_; ++n) {
-          const T* values = x + (n * channels_ + c) * plane;
+      // Two passes over a channel's values.
+      const double cost = 2.0 * static_cast<double>(batch_ * plane);
+      ge::parallelFor(channels_, cost, args.num_threads, [&](int64_t first, int64_t last) {
+        for (int64_t c = first; c < last; ++c) {
+          Acc sum = 0, squares = 0;
+          for (int64_t n = 0; n < batch_; ++n) {
+            const T* values = x + (n * channels_ + c) * plane;
 #pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < plane; ++i) sum += loadAs(values[i]);
-        }
-        const Acc count = static_cast<Acc>(std::max<int64_t>(batch_ * plane, 1));
-        const Acc average = sum / count;
-        for (int64_t n = 0; n < batch_; ++n) {
-          const T* values = x + (n * channels_ + c) * plane;
+            for (int64_t i = 0; i < plane; ++i) sum += loadAs(values[i]);
+          }
+          const Acc count = static_cast<Acc>(std::max<int64_t>(batch_ * plane, 1));
+          const Acc average = sum / count;
+          for (int64_t n = 0; n < batch_; ++n) {
+            const T* values = x + (n * channels_ + c) * plane;
 #pragma omp simd reduction(+ : squares)
-          for (int64_t i = 0; i < plane; ++i) squares += (loadAs(values[i]) - average) * (loadAs(values[i]) - average);
+            for (int64_t i = 0; i < plane; ++i) squares += (loadAs(values[i]) - average) * (loadAs(values[i]) - average);
+          }
+          batch_mean[c] = average;
+          batch_variance[c] = squares / count;
         }
-        batch_mean[c] = average;
-        batch_variance[c] = squares / count;
-      }
+      });
       const Acc momentum = static_cast<Acc>(momentum_);
       for (size_t o = 0; o < 2; ++o) {
         if (outputs_[o] == DType::Undefined || !args.outputs[o + 1]) continue;
@@ -171,14 +174,15 @@ class OwnBatchNormKernel final : public Kernel {
       a[c] = scale[c] / std::sqrt(variance[c] + static_cast<Acc>(epsilon_));
       b[c] = shift[c] - mean[c] * a[c];
     }
-#pragma omp parallel for num_threads(args.num_threads) if (batch_ * channels_ * plane > (1 << 16))
-    for (int64_t row = 0; row < batch_ * channels_; ++row) {
-      const Acc factor = a[row % channels_], offset = b[row % channels_];
-      const T* in = x + row * plane;
-      T* out = y + row * plane;
+    ge::parallelFor(batch_ * channels_, static_cast<double>(plane), args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t row = first; row < last; ++row) {
+        const Acc factor = a[row % channels_], offset = b[row % channels_];
+        const T* in = x + row * plane;
+        T* out = y + row * plane;
 #pragma omp simd
-      for (int64_t i = 0; i < plane; ++i) out[i] = storeAs<T>(loadAs(in[i]) * factor + offset);
-    }
+        for (int64_t i = 0; i < plane; ++i) out[i] = storeAs<T>(loadAs(in[i]) * factor + offset);
+      }
+    });
   }
   std::string name() const override { return training_ ? "cpu:batch_norm (training)" : "cpu:batch_norm"; }
 
@@ -316,28 +320,31 @@ class OwnRowNormKernel final : public Kernel {
     void* mean_out = stats_[0] != DType::Undefined ? args.outputs[1] : nullptr;
     void* inv_out = stats_[1] != DType::Undefined ? args.outputs[2] : nullptr;
     const Acc epsilon = static_cast<Acc>(epsilon_);
-#pragma omp parallel for num_threads(args.num_threads) if (geometry_.rows * inner > (1 << 15))
-    for (int64_t row = 0; row < geometry_.rows; ++row) {
-      const T* in = x + row * inner;
-      Y* out = y + row * inner;
-      Acc mean = 0, inv = 0;
-      if (rms_) {
-        Acc squares = 0;
+    // A row is read twice and written once.
+    const double cost = 2.0 * static_cast<double>(inner);
+    ge::parallelFor(geometry_.rows, cost, args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t row = first; row < last; ++row) {
+        const T* in = x + row * inner;
+        Y* out = y + row * inner;
+        Acc mean = 0, inv = 0;
+        if (rms_) {
+          Acc squares = 0;
 #pragma omp simd reduction(+ : squares)
-        for (int64_t i = 0; i < inner; ++i) squares += loadAs(in[i]) * loadAs(in[i]);
-        inv = Acc(1) / std::sqrt(squares / static_cast<Acc>(std::max<int64_t>(inner, 1)) + epsilon);
+          for (int64_t i = 0; i < inner; ++i) squares += loadAs(in[i]) * loadAs(in[i]);
+          inv = Acc(1) / std::sqrt(squares / static_cast<Acc>(std::max<int64_t>(inner, 1)) + epsilon);
 #pragma omp simd
-        for (int64_t i = 0; i < inner; ++i) out[i] = storeAs<Y>(loadAs(in[i]) * inv * scale[i]);
-      } else {
-        Acc variance = 0;
-        meanAndVariance(in, inner, mean, variance);
-        inv = Acc(1) / std::sqrt(variance + epsilon);
+          for (int64_t i = 0; i < inner; ++i) out[i] = storeAs<Y>(loadAs(in[i]) * inv * scale[i]);
+        } else {
+          Acc variance = 0;
+          meanAndVariance(in, inner, mean, variance);
+          inv = Acc(1) / std::sqrt(variance + epsilon);
 #pragma omp simd
-        for (int64_t i = 0; i < inner; ++i) out[i] = storeAs<Y>((loadAs(in[i]) - mean) * inv * scale[i] + bias[i]);
+          for (int64_t i = 0; i < inner; ++i) out[i] = storeAs<Y>((loadAs(in[i]) - mean) * inv * scale[i] + bias[i]);
+        }
+        if (mean_out) storeStat(mean_out, stats_[0], row, mean);
+        if (inv_out) storeStat(inv_out, stats_[1], row, inv);
       }
-      if (mean_out) storeStat(mean_out, stats_[0], row, mean);
-      if (inv_out) storeStat(inv_out, stats_[1], row, inv);
-    }
+    });
   }
   std::string name() const override { return rms_ ? "cpu:rms_norm" : "cpu:layer_norm"; }
 
@@ -378,7 +385,7 @@ std::unique_ptr<Kernel> makeRowNorm(const KernelBuildContext& context, bool rms)
 // in NC+spatial), then y = (x - mean) * inv * scale[c] + bias[c].
 template <typename T>
 class OwnGroupNormKernel final : public Kernel {
-  using Acc = ComputeType<T>;
+  using Acc = ComputeOf<T>;
 
  public:
   OwnGroupNormKernel(const KernelBuildContext& context, int64_t groups, bool instance)
@@ -398,22 +405,24 @@ class OwnGroupNormKernel final : public Kernel {
     T* y = static_cast<T*>(args.outputs[0]);
     const int64_t group_channels = channels_ / groups_, span = group_channels * spatial_;
     const Acc epsilon = static_cast<Acc>(epsilon_);
-#pragma omp parallel for num_threads(args.num_threads) if (batch_ * channels_ * spatial_ > (1 << 15))
-    for (int64_t block = 0; block < batch_ * groups_; ++block) {
-      const T* in = x + block * span;
-      T* out = y + block * span;
-      Acc mean = 0, variance = 0;
-      meanAndVariance(in, span, mean, variance);
-      const Acc inv = Acc(1) / std::sqrt(variance + epsilon);
-      for (int64_t c = 0; c < group_channels; ++c) {
-        const int64_t channel = (block % groups_) * group_channels + c;
-        const Acc factor = inv * scale[channel], offset = bias[channel] - mean * factor;
-        const T* values = in + c * spatial_;
-        T* result = out + c * spatial_;
+    const double cost = 2.0 * static_cast<double>(span);
+    ge::parallelFor(batch_ * groups_, cost, args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t block = first; block < last; ++block) {
+        const T* in = x + block * span;
+        T* out = y + block * span;
+        Acc mean = 0, variance = 0;
+        meanAndVariance(in, span, mean, variance);
+        const Acc inv = Acc(1) / std::sqrt(variance + epsilon);
+        for (int64_t c = 0; c < group_channels; ++c) {
+          const int64_t channel = (block % groups_) * group_channels + c;
+          const Acc factor = inv * scale[channel], offset = bias[channel] - mean * factor;
+          const T* values = in + c * spatial_;
+          T* result = out + c * spatial_;
 #pragma omp simd
-        for (int64_t i = 0; i < spatial_; ++i) result[i] = storeAs<T>(loadAs(values[i]) * factor + offset);
+          for (int64_t i = 0; i < spatial_; ++i) result[i] = storeAs<T>(loadAs(values[i]) * factor + offset);
+        }
       }
-    }
+    });
   }
   std::string name() const override { return instance_ ? "cpu:instance_norm" : "cpu:group_norm"; }
 

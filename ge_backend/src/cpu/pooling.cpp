@@ -115,7 +115,7 @@ std::unique_ptr<Kernel> onednnPool(const KernelBuildContext& context, const Pool
 // across threads.
 template <typename T>
 class OwnPoolKernel final : public Kernel {
-  using Acc = ComputeType<T>;
+  using Acc = ComputeOf<T>;
 
  public:
   OwnPoolKernel(const PoolGeometry& geometry, PoolKind kind, bool indices, bool column_major)
@@ -151,37 +151,39 @@ class OwnPoolKernel final : public Kernel {
     T* y = static_cast<T*>(args.outputs[0]);
     int64_t* indices = indices_ ? static_cast<int64_t*>(args.outputs[1]) : nullptr;
     const int64_t positions = table_.positions, kernel = table_.kernel;
-#pragma omp parallel for num_threads(args.num_threads) if (planes_ * positions * kernel > (1 << 15))
-    for (int64_t plane = 0; plane < planes_; ++plane) {
-      const T* in = x + plane * in_size_;
-      T* out = y + plane * positions;
-      for (int64_t p = 0; p < positions; ++p) {
-        const int64_t* offsets = table_.offsets.data() + p * kernel;
-        if (kind_ == PoolKind::Max) {
-          Acc best = std::numeric_limits<Acc>::lowest();
-          int64_t best_offset = -1;
-          for (int64_t r = 0; r < kernel; ++r) {
-            if (offsets[r] < 0) continue;
-            Acc value = loadAs(in[offsets[r]]);
-            if (best_offset < 0 || value > best) {
-              best = value;
-              best_offset = offsets[r];
+    const double cost = static_cast<double>(positions * kernel);
+    ge::parallelFor(planes_, cost, args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t plane = first; plane < last; ++plane) {
+        const T* in = x + plane * in_size_;
+        T* out = y + plane * positions;
+        for (int64_t p = 0; p < positions; ++p) {
+          const int64_t* offsets = table_.offsets.data() + p * kernel;
+          if (kind_ == PoolKind::Max) {
+            Acc best = std::numeric_limits<Acc>::lowest();
+            int64_t best_offset = -1;
+            for (int64_t r = 0; r < kernel; ++r) {
+              if (offsets[r] < 0) continue;
+              Acc value = loadAs(in[offsets[r]]);
+              if (best_offset < 0 || value > best) {
+                best = value;
+                best_offset = offsets[r];
+              }
             }
+            out[p] = storeAs<T>(best);
+            if (indices) {
+              int64_t spatial = best_offset < 0 ? 0 : (column_major_.empty() ? best_offset : column_major_[best_offset]);
+              indices[plane * positions + p] = plane * in_size_ + spatial;
+            }
+          } else {
+            Acc sum = 0;
+            for (int64_t r = 0; r < kernel; ++r) {
+              if (offsets[r] >= 0) sum += loadAs(in[offsets[r]]);
+            }
+            out[p] = storeAs<T>(sum / divisors_[p]);
           }
-          out[p] = storeAs<T>(best);
-          if (indices) {
-            int64_t spatial = best_offset < 0 ? 0 : (column_major_.empty() ? best_offset : column_major_[best_offset]);
-            indices[plane * positions + p] = plane * in_size_ + spatial;
-          }
-        } else {
-          Acc sum = 0;
-          for (int64_t r = 0; r < kernel; ++r) {
-            if (offsets[r] >= 0) sum += loadAs(in[offsets[r]]);
-          }
-          out[p] = storeAs<T>(sum / divisors_[p]);
         }
       }
-    }
+    });
   }
   std::string name() const override { return kind_ == PoolKind::Max ? "cpu:max_pool" : "cpu:average_pool"; }
 

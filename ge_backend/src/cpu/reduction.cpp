@@ -233,7 +233,8 @@ class ReduceKernel final : public Kernel {
   void rows(const S* x, S* out, int threads) const {
     const int64_t outer = view_.outer, n = view_.reduced;
     const int64_t row_bytes = n * static_cast<int64_t>(sizeof(S));
-    if (outer >= threads || outer * row_bytes < 4 * kMinParallelBytes) {
+    // Whole rows per thread, unless the work wants more threads than there are rows.
+    if (outer >= threadsFor(outer, kCostPerByte * static_cast<double>(row_bytes), threads)) {
       parallelRanges(outer, row_bytes, threads, [&](int64_t begin, int64_t end) {
         for (int64_t k = begin; k < end; ++k) {
           const S* row = x + k * n;

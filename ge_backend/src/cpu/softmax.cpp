@@ -64,14 +64,15 @@ inline Acc expOf(Acc x) {
 // innermost loop so that lines next to each other are processed together.
 template <typename T>
 class OwnSoftmaxKernel final : public Kernel {
-  using Acc = ComputeType<T>;
+  using Acc = ComputeOf<T>;
 
  public:
   OwnSoftmaxKernel(AxisSplit split, SoftmaxKind kind, int max_threads)
       : split_(split), kind_(kind), max_threads_(std::max(1, max_threads)) {}
 
   size_t scratchBytes() const override {
-    return kind_ == SoftmaxKind::Hardmax ? 0 : static_cast<size_t>(2 * split_.inner * max_threads_) * sizeof(Acc);
+    if (kind_ == SoftmaxKind::Hardmax) return 0;
+    return static_cast<size_t>(2 * split_.inner * ge::maxParallelRanges(max_threads_)) * sizeof(Acc);
   }
 
   void run(const KernelArgs& args, KernelState*) const override {
@@ -79,40 +80,43 @@ class OwnSoftmaxKernel final : public Kernel {
     T* y = static_cast<T*>(args.outputs[0]);
     const int64_t axis = split_.axis, inner = split_.inner;
     const int threads = std::min(args.num_threads, max_threads_);
-#pragma omp parallel for num_threads(threads) if (split_.outer * axis * inner > (1 << 14))
-    for (int64_t o = 0; o < split_.outer; ++o) {
-      const T* in = x + o * axis * inner;
-      T* out = y + o * axis * inner;
-      if (kind_ == SoftmaxKind::Hardmax) {
-        for (int64_t i = 0; i < inner; ++i) {
-          int64_t best = 0;
-          for (int64_t a = 1; a < axis; ++a) {
-            if (loadAs(in[a * inner + i]) > loadAs(in[best * inner + i])) best = a;
+    // Three passes over a slice, one of them with an exp.
+    const double cost = 8.0 * static_cast<double>(axis * inner);
+    ge::parallelForRanges(split_.outer, cost, threads, [&](int64_t range, int64_t first, int64_t last) {
+      for (int64_t o = first; o < last; ++o) {
+        const T* in = x + o * axis * inner;
+        T* out = y + o * axis * inner;
+        if (kind_ == SoftmaxKind::Hardmax) {
+          for (int64_t i = 0; i < inner; ++i) {
+            int64_t best = 0;
+            for (int64_t a = 1; a < axis; ++a) {
+              if (loadAs(in[a * inner + i]) > loadAs(in[best * inner + i])) best = a;
+            }
+            for (int64_t a = 0; a < axis; ++a) out[a * inner + i] = storeAs<T>(Acc(a == best ? 1 : 0));
           }
-          for (int64_t a = 0; a < axis; ++a) out[a * inner + i] = storeAs<T>(Acc(a == best ? 1 : 0));
+          continue;
         }
-        continue;
-      }
-      Acc* peak = static_cast<Acc*>(args.scratch) + 2 * inner * omp_get_thread_num();
-      Acc* sum = peak + inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        peak[i] = -std::numeric_limits<Acc>::infinity();
-        sum[i] = 0;
-      }
-      for (int64_t a = 0; a < axis; ++a) {
-        for (int64_t i = 0; i < inner; ++i) peak[i] = std::max(peak[i], loadAs(in[a * inner + i]));
-      }
-      for (int64_t a = 0; a < axis; ++a) {
-        for (int64_t i = 0; i < inner; ++i) sum[i] += expOf(loadAs(in[a * inner + i]) - peak[i]);
-      }
-      for (int64_t a = 0; a < axis; ++a) {
+        Acc* peak = static_cast<Acc*>(args.scratch) + 2 * inner * range;
+        Acc* sum = peak + inner;
         for (int64_t i = 0; i < inner; ++i) {
-          const Acc shifted = loadAs(in[a * inner + i]) - peak[i];
-          out[a * inner + i] =
-              storeAs<T>(kind_ == SoftmaxKind::LogSoftmax ? shifted - std::log(sum[i]) : expOf(shifted) / sum[i]);
+          peak[i] = -std::numeric_limits<Acc>::infinity();
+          sum[i] = 0;
+        }
+        for (int64_t a = 0; a < axis; ++a) {
+          for (int64_t i = 0; i < inner; ++i) peak[i] = std::max(peak[i], loadAs(in[a * inner + i]));
+        }
+        for (int64_t a = 0; a < axis; ++a) {
+          for (int64_t i = 0; i < inner; ++i) sum[i] += expOf(loadAs(in[a * inner + i]) - peak[i]);
+        }
+        for (int64_t a = 0; a < axis; ++a) {
+          for (int64_t i = 0; i < inner; ++i) {
+            const Acc shifted = loadAs(in[a * inner + i]) - peak[i];
+            out[a * inner + i] =
+                storeAs<T>(kind_ == SoftmaxKind::LogSoftmax ? shifted - std::log(sum[i]) : expOf(shifted) / sum[i]);
+          }
         }
       }
-    }
+    });
   }
   std::string name() const override {
     return kind_ == SoftmaxKind::Hardmax ? "cpu:hardmax" : kind_ == SoftmaxKind::LogSoftmax ? "cpu:log_softmax"

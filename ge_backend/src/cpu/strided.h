@@ -1,49 +1,26 @@
 #pragma once
-// Building blocks of Estuary's own tensor kernels: splitting work across OpenMP threads,
+// Building blocks of Estuary's own tensor kernels: work counted in bytes for parallelFor,
 // strided copies with dims simplified at build time, axis helpers, and small integer
 // operands (Slice's starts, Pad's pads, CumSum's axis) that are constants at build time or
 // read from their input buffer at run time.
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
 
-#include "cpu/tensor_dtypes.h"
+#include "cpu/bfloat16.h"
+#include "estuary/ge/kernel_helpers.h"
 #include "estuary/ge/kernel.h"
 
 namespace estuary::ge::cpu {
 
-// Below this many bytes of work a kernel runs on the calling thread: waking a thread team
-// costs more than moving the bytes.
-inline constexpr int64_t kMinParallelBytes = 64 << 10;
+// parallelFor (kernel_helpers.h) for work counted in bytes moved: moving one f32 element
+// is one cheap element-wise operation, parallelFor's unit of work.
+inline constexpr double kCostPerByte = 0.25;
 
-// Splits [0, count) into one contiguous range per thread and calls body(slot, begin, end)
-// on each, where slot in [0, threads) tells the thread which piece of per-thread scratch
-// memory is its own. Runs inline (slot 0) when the total work (count * bytes_per_item) is
-// small. Each thread sees one range, so it can set up an index walk once. body must not
-// throw.
-template <typename Body>
-void parallelSlots(int64_t count, int64_t bytes_per_item, int threads, const Body& body) {
-  if (count <= 0) return;
-  int64_t team = std::min<int64_t>(threads, count);
-  if (team <= 1 || count * bytes_per_item < kMinParallelBytes) {
-    body(0, int64_t{0}, count);
-    return;
-  }
-#pragma omp parallel num_threads(static_cast<int>(team))
-  {
-    int t = omp_get_thread_num(), n = omp_get_num_threads();
-    int64_t begin = count * t / n, end = count * (t + 1) / n;
-    if (begin < end) body(t, begin, end);
-  }
-}
-
-// parallelSlots for bodies that need no scratch: body(begin, end).
 template <typename Body>
 void parallelRanges(int64_t count, int64_t bytes_per_item, int threads, const Body& body) {
-  parallelSlots(count, bytes_per_item, threads, [&](int, int64_t begin, int64_t end) { body(begin, end); });
+  ge::parallelFor(count, kCostPerByte * static_cast<double>(bytes_per_item), threads, body);
 }
 
 // memcpy split across threads for large copies.

@@ -22,9 +22,10 @@
 namespace estuary::ge::cpu {
 
 // --- Storage types -------------------------------------------------------------------------
-// Distinct types for the element types C++ lacks, so that templates can tell them apart from
-// the integers of the same width.
-struct Half {
+// IEEE half as the element-wise kernels store it: its bits, converted with the bit operations
+// below. GCC 12 keeps loops that load or store the core's Float16 (_Float16) scalar, with its
+// own conversions or with these: an f16 Gelu, Add or Cast ran 2.5 to 3 times slower on it.
+struct HalfBits {
   uint16_t bits;
 };
 // Estuary's bool: one byte, any nonzero value reads as true, kernels write 0 or 1.
@@ -67,7 +68,7 @@ inline bool isNaN(float x) { return x != x; }
 
 // --- f16 / bf16 conversions ----------------------------------------------------------------
 
-inline float toFloat(Half h) {
+inline float toFloat(HalfBits h) {
   // Shifting the exponent and mantissa into place and scaling by 2^112 turns normal and
   // subnormal halves into the right float; Inf/NaN get the full float exponent.
   uint32_t magnitude = static_cast<uint32_t>(h.bits & 0x7FFFu) << 13;
@@ -77,7 +78,7 @@ inline float toFloat(Half h) {
 }
 
 // Round to nearest even; overflow gives Inf, NaN stays (quiet) NaN.
-inline Half toHalf(float x) {
+inline HalfBits toHalf(float x) {
   uint32_t bits = bitsOf(x);
   uint32_t sign = (bits >> 16) & 0x8000u;
   uint32_t magnitude = bits & 0x7FFFFFFFu;
@@ -89,7 +90,7 @@ inline Half toHalf(float x) {
   uint32_t result = magnitude < (113u << 23) ? subnormal : normal;
   result = magnitude >= 0x477FF000u ? 0x7C00u : result;  // rounds to Inf (>= 65520)
   result = magnitude > 0x7F800000u ? 0x7E00u : result;   // NaN
-  return Half{static_cast<uint16_t>(result | sign)};
+  return HalfBits{static_cast<uint16_t>(result | sign)};
 }
 
 using cpu::toBFloat16;

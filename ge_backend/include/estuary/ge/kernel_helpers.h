@@ -11,9 +11,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <limits>
+#include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "estuary/ir/dtype.h"
 #include "estuary/ir/float16.h"
@@ -140,14 +141,48 @@ inline double elementAsDouble(DType dtype, const void* data, int64_t i) {
   }
 }
 
+// A reference to a callable for a call that does not keep it. Unlike std::function it never
+// allocates, so that kernels can hand lambdas with any captures to parallelFor on every run.
+template <typename Signature>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& callable)  // NOLINT: converts implicitly, as std::function does
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(callable)))),
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
+        }) {}
+
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+// Work, in units of a cheap element-wise operation on one element, that a parallel region
+// costs to start: about 1 us when the workers spin, 10 us when they sleep.
+inline constexpr double kParallelRegionCost = 32768;
+
 // Runs body(begin, end) over [0, count) split into contiguous ranges, on up to `max_threads`
 // threads: as many as the work pays for. `cost_per_item` is the work of one item in units of
-// a cheap element-wise operation on one element; starting a parallel region costs about as
-// much as 32K of those, so small loops run on the calling thread alone. Ranges go to
+// a cheap element-wise operation on one element; each thread must get at least
+// kParallelRegionCost of it, so small loops run on the calling thread alone. Ranges go to
 // whichever thread is free (a few per thread), so a thread another process holds up delays
 // only the range it is in; the calling thread always takes part.
 void parallelFor(int64_t count, double cost_per_item, int max_threads,
-                 const std::function<void(int64_t begin, int64_t end)>& body);
+                 FunctionRef<void(int64_t begin, int64_t end)> body);
+
+// parallelFor whose body also gets the index of its range, in [0, maxParallelRanges(max_threads)):
+// no two ranges with the same index run at once, so it can select a piece of per-range
+// scratch memory.
+void parallelForRanges(int64_t count, double cost_per_item, int max_threads,
+                       FunctionRef<void(int64_t range, int64_t begin, int64_t end)> body);
+
+// The most ranges parallelFor splits work into on `max_threads` threads.
+int64_t maxParallelRanges(int max_threads);
 
 // The threads parallelFor would use for this much work.
 int threadsFor(int64_t count, double cost_per_item, int max_threads);
