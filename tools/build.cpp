@@ -136,7 +136,8 @@ std::vector<OptionDecl> tuningOptionDecls() {
        "same",
        "on"},
       {"timing-cache", "FILE", "read measurements of earlier builds on this CPU from FILE (created if missing), "
-                               "and add this build's", ""},
+                               "and add this build's; a FILE that does not read back whole is ignored with a "
+                               "warning", ""},
       {"tuning-budget", "SECONDS", "the most time tuning spends measuring; later nodes get the rules' choice", "60"},
   };
 }
@@ -155,6 +156,7 @@ void setTuningFrom(sdk::BuildConfig& config, const std::string& command, const A
 }
 
 void printTuning(std::ostream& out, const ge::BuildReport& report, bool each) {
+  for (const std::string& warning : report.warnings) std::cerr << "warning: " << warning << "\n";
   if (report.tuning.empty()) return;
   out << "kernel tuning: " << report.tuning.size() << " nodes with a choice of kernels, "
       << formatSeconds(report.tuning_seconds) << " measuring\n";

@@ -38,7 +38,8 @@ void setPrecisionFrom(sdk::BuildConfig& config, const std::string& command, cons
 // time is paid once and the choices are kept in the offline model), and the config they set.
 std::vector<OptionDecl> tuningOptionDecls();
 void setTuningFrom(sdk::BuildConfig& config, const std::string& command, const Arguments& args);
-// What tuning chose, for a build's printout: a summary line, then with `each` a line per node.
+// What tuning chose, for a build's printout: a summary line, then with `each` a line per node;
+// and the build's warnings (a timing cache it ignored) on stderr.
 void printTuning(std::ostream& out, const ge::BuildReport& report, bool each);
 // --device NAME: the device to build for and run on.
 OptionDecl deviceOption();

@@ -156,6 +156,7 @@ std::shared_ptr<CompiledModel> CompiledModel::build(const Graph& graph, const Bu
       if (!may_need_values) throw;
     }
   }
+  if (!model->tuner_->cacheWarning().empty()) model->report_.warnings.push_back(model->tuner_->cacheWarning());
   model->tuner_->saveCache();
   return model;
 }

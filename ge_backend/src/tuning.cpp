@@ -330,19 +330,31 @@ Tuner::Tuner(const BuildOptions& options)
   if (!file) return;  // the first build that uses this cache creates it
   std::string line;
   size_t number = 0;
+  // A cache that does not read back whole is not trusted in part: its choices may have come
+  // from another build of Estuary or from a write cut short.
+  auto distrust = [&](const std::string& problem, const char* consequence) {
+    cache_warning_ = cache_path_ + ":" + std::to_string(number) + ": " + problem +
+                     ": the timing cache was ignored, every choice measured again, " + consequence;
+    records_.clear();
+  };
   while (std::getline(file, line)) {
     ++number;
     if (number == 1) {
       if (line != kCacheHeader) {
-        raise(cache_path_, ":1: not an Estuary timing cache (expected the line '", kCacheHeader, "', found '",
-              line.substr(0, 60), "'); give another file to --timing-cache or delete this one");
+        distrust("not an Estuary timing cache (expected the line '" + std::string(kCacheHeader) + "', found '" +
+                     line.substr(0, 60) + "')",
+                 "and the file left as it was (give --timing-cache another file to keep timings)");
+        keep_cache_ = false;
+        return;
       }
       continue;
     }
     if (line.empty()) continue;
     const size_t first = line.find('\t'), second = first == std::string::npos ? first : line.find('\t', first + 1);
     if (second == std::string::npos || first == 0 || second == first + 1) {
-      raise(cache_path_, ":", number, ": expected 'key<TAB>tactic<TAB>times', found '", line.substr(0, 80), "'");
+      distrust("expected 'key<TAB>tactic<TAB>times', found '" + line.substr(0, 80) + "'",
+               "and the file rewritten with this build's timings");
+      return;
     }
     records_[line.substr(0, first)] =
         Record{line.substr(first + 1, second - first - 1), line.substr(second + 1), Source::CacheFile};
@@ -535,7 +547,7 @@ void Tuner::addRecorded(const std::map<std::string, std::string>& tactics) {
 }
 
 void Tuner::saveCache() const {
-  if (cache_path_.empty()) return;
+  if (cache_path_.empty() || !keep_cache_) return;
   std::ostringstream text;
   text << kCacheHeader << '\n';
   {

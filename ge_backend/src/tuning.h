@@ -25,9 +25,12 @@ class Plan;
 
 class Tuner {
  public:
-  // Reads options.timing_cache when set and present; raises naming the file and line when
-  // it is not a timing cache.
+  // Reads options.timing_cache when set and present. A file that is not a timing cache, or
+  // has a line that does not read, is ignored as a whole (cacheWarning() says why).
   explicit Tuner(const BuildOptions& options);
+
+  // Why the timing cache file was ignored, naming the file and line; empty when it was not.
+  const std::string& cacheWarning() const { return cache_warning_; }
 
   std::unique_ptr<Kernel> choose(const KernelBuildContext& context, const std::vector<KernelTactic>& tactics);
 
@@ -43,7 +46,8 @@ class Tuner {
   std::map<std::string, std::string> usedTactics() const;
   // An offline model's choices, reused for plans of the same problems on the same CPU.
   void addRecorded(const std::map<std::string, std::string>& tactics);
-  // Rewrites the timing cache file (when one was given) with every record, old and new.
+  // Rewrites the timing cache file (when one was given, and is not someone else's file) with
+  // every record, old and new.
   void saveCache() const;
   // Report lines since the last call, and the seconds measuring took in total.
   std::vector<std::string> takeReportLines();
@@ -61,6 +65,8 @@ class Tuner {
   const bool measure_;
   const double budget_seconds_;
   const std::string cache_path_;
+  bool keep_cache_ = true;  // false: the file is not Estuary's, and saveCache leaves it alone
+  std::string cache_warning_;
   mutable std::mutex mutex_;
   std::map<std::string, Record> records_;
   std::map<std::string, std::string> used_;

@@ -516,6 +516,7 @@ PYBIND11_MODULE(_estuary, m) {
         result["weight_bytes"] = report.weight_bytes;
         result["kernels"] = report.kernels;
         result["tuning"] = report.tuning;  // per node with a choice of kernels: the choice and its times
+        result["warnings"] = report.warnings;  // what the build worked around (an unreadable timing cache)
         result["properties"] = model.compiled().properties();
         py::dict node_dtypes;  // the dtype each node of the built graph computes its first result in
         for (const Node* node : model.compiled().graph().nodes()) {

@@ -66,6 +66,13 @@ def test_tune_kernels_times_the_choices_and_keeps_them(tmp_path):
     # The offline model keeps the choice.
     [loaded_line] = estuary.Model(output, threads=tuned.num_threads).report()["tuning"]
     assert "from the offline model" in loaded_line
+    assert tuned.report()["warnings"] == []
+    # A cache that does not read back whole is ignored with a warning, and measured afresh.
+    cache.write_text("# estuary timing cache 1\ncut short")
+    again = estuary.convert(str(path), tune_kernels=True, timing_cache=str(cache))
+    [warning] = again.report()["warnings"]
+    assert "timing.cache:2: expected 'key<TAB>tactic<TAB>times'" in warning and "ignored" in warning
+    assert "(measured: " in again.report()["tuning"][0]
 
 
 @pytest.mark.parametrize("input_shapes", [{"x": ["1~3", 4]}, {"x": [(1, 3), 4]}, "x:1~3,4"])

@@ -183,6 +183,12 @@ TEST_F(ConvertCli, TunesKernelsUnlessToldNotToAndKeepsATimingCache) {
   CliRun again = convert(model + " -o " + path("again.eom") + " --timing-cache " + path("cache.txt") + " --log debug");
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_CONTAINS(again.output, "(from the timing cache: cpu:gemv ");
+  std::ofstream(path("cache.txt"), std::ios::app) << "cut short";
+  CliRun corrupt = convert(model + " -o " + path("c.eom") + " --timing-cache " + path("cache.txt") + " --log debug");
+  ASSERT_EQ(corrupt.exit_code, 0) << corrupt.output;
+  EXPECT_CONTAINS(corrupt.output, "warning: " + path("cache.txt") + ":");
+  EXPECT_CONTAINS(corrupt.output, "expected 'key<TAB>tactic<TAB>times', found 'cut short': the timing cache was ignored");
+  EXPECT_CONTAINS(corrupt.output, "(measured: cpu:gemv ");
 
   CliRun rules = convert(model + " -o " + path("rules.eom") + " --tuning off");
   ASSERT_EQ(rules.exit_code, 0) << rules.output;

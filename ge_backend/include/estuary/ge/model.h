@@ -108,6 +108,9 @@ struct BuildReport {
   // time of each tactic and where the choice came from (measured, timing cache, offline model).
   std::vector<std::string> tuning;
   double tuning_seconds = 0;  // spent measuring, over every plan built so far
+  // What the build worked around rather than failed on, one line each, naming the file and
+  // line: a timing cache that did not read back whole was ignored.
+  std::vector<std::string> warnings;
 };
 
 // Time spent in one step of a plan over the runs since profiling was switched on.
