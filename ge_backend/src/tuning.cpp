@@ -331,10 +331,14 @@ Tuner::Tuner(const BuildOptions& options)
   std::string line;
   size_t number = 0;
   // A cache that does not read back whole is not trusted in part: its choices may have come
-  // from another build of Estuary or from a write cut short.
-  auto distrust = [&](const std::string& problem, const char* consequence) {
+  // from another build of Estuary or from a write cut short. Estuary's own is rewritten;
+  // another file (the wrong one given) is left alone.
+  auto distrust = [&](const std::string& problem, bool ours) {
+    keep_cache_ = ours;
     cache_warning_ = cache_path_ + ":" + std::to_string(number) + ": " + problem +
-                     ": the timing cache was ignored, every choice measured again, " + consequence;
+                     ": the timing cache was ignored, every choice measured again, " +
+                     (ours ? "and the file rewritten with this build's timings"
+                           : "and the file left as it was (give --timing-cache another file to keep timings)");
     records_.clear();
   };
   while (std::getline(file, line)) {
@@ -343,8 +347,7 @@ Tuner::Tuner(const BuildOptions& options)
       if (line != kCacheHeader) {
         distrust("not an Estuary timing cache (expected the line '" + std::string(kCacheHeader) + "', found '" +
                      line.substr(0, 60) + "')",
-                 "and the file left as it was (give --timing-cache another file to keep timings)");
-        keep_cache_ = false;
+                 false);
         return;
       }
       continue;
@@ -352,8 +355,7 @@ Tuner::Tuner(const BuildOptions& options)
     if (line.empty()) continue;
     const size_t first = line.find('\t'), second = first == std::string::npos ? first : line.find('\t', first + 1);
     if (second == std::string::npos || first == 0 || second == first + 1) {
-      distrust("expected 'key<TAB>tactic<TAB>times', found '" + line.substr(0, 80) + "'",
-               "and the file rewritten with this build's timings");
+      distrust("expected 'key<TAB>tactic<TAB>times', found '" + line.substr(0, 80) + "'", true);
       return;
     }
     records_[line.substr(0, first)] =

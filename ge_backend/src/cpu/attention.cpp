@@ -456,23 +456,23 @@ class RotaryEmbeddingKernel final : public Kernel {
     T* y = static_cast<T*>(args.outputs[0]);
     const int64_t tokens = g_.batch * g_.seq;
     std::atomic<int64_t> bad{-1};
-    ge::parallelFor(tokens, static_cast<double>(g_.heads * g_.head_size), args.num_threads,
-                    [&](int64_t first, int64_t last) {
-                      for (int64_t t = first; t < last; ++t) {
-                        const int64_t b = t / g_.seq, s = t % g_.seq;
-                        const int64_t row = g_.by_position ? positions[t] : g_.cache_rows == g_.seq ? s : t;
-                        if (row < 0 || row >= g_.cache_rows) {
-                          bad.store(t);
-                          continue;
-                        }
-                        const T* c = cos_cache + row * g_.cache_row_stride;
-                        const T* sn = sin_cache + row * g_.cache_row_stride;
-                        for (int64_t h = 0; h < g_.heads; ++h) {
-                          const int64_t offset = b * g_.batch_stride + s * g_.seq_stride + h * g_.head_stride;
-                          rotate(x + offset, c, sn, y + offset);
-                        }
-                      }
-                    });
+    const double cost = static_cast<double>(g_.heads * g_.head_size);
+    ge::parallelFor(tokens, cost, args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) {
+        const int64_t b = t / g_.seq, s = t % g_.seq;
+        const int64_t row = g_.by_position ? positions[t] : g_.cache_rows == g_.seq ? s : t;
+        if (row < 0 || row >= g_.cache_rows) {
+          bad.store(t);
+          continue;
+        }
+        const T* c = cos_cache + row * g_.cache_row_stride;
+        const T* sn = sin_cache + row * g_.cache_row_stride;
+        for (int64_t h = 0; h < g_.heads; ++h) {
+          const int64_t offset = b * g_.batch_stride + s * g_.seq_stride + h * g_.head_stride;
+          rotate(x + offset, c, sn, y + offset);
+        }
+      }
+    });
     if (int64_t t = bad.load(); t >= 0) {
       raise(node_, ": position_ids[", t / g_.seq, ",", t % g_.seq, "] is ", positions[t],
             ", outside the cos/sin caches' ", g_.cache_rows, " rows");

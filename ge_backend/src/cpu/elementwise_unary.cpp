@@ -68,7 +68,7 @@ class ClipKernel final : public Kernel {
     auto* out = static_cast<T*>(args.outputs[0]);
     fn::Clip<C> op{lo, hi};
     parallelForElements(size_, kCheapCost, args.num_threads,
-                [&](int64_t begin, int64_t end) { unaryLoop(in + begin, out + begin, end - begin, op); });
+                        [&](int64_t begin, int64_t end) { unaryLoop(in + begin, out + begin, end - begin, op); });
   }
   std::string name() const override { return name_; }
 
