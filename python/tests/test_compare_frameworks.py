@@ -1,9 +1,10 @@
-"""`estuary compare` against the framework itself: TensorFlow, run in its own environment's
-Python by the compare package's runner, on a small Keras CNN (seeded random weights) saved as
-a SavedModel and as a frozen GraphDef. Both are clean in f32, the report's nodes are
-TensorFlow's, and a planted fault (tests/plugins/biased_tanh.cpp: the CPU's Tanh adds 0.05)
-is reported at the Keras layer's Tanh node. This test runs without TensorFlow; the models are
-made in TensorFlow's environment (environments.made) and cached."""
+"""`estuary compare` against the framework itself, run in its own environment's Python by the
+compare package's runners: TensorFlow on a small Keras CNN (seeded random weights) saved as a
+SavedModel and as a frozen GraphDef, Paddle on a small CNN saved as a PIR program and as a
+legacy one. Each is clean in f32, the report's nodes are the framework's, and a planted fault
+(tests/plugins/biased_tanh.cpp: the CPU's Tanh adds 0.05) is reported at the model's Tanh
+node. This test runs without either framework; the models are made in the frameworks'
+environments (environments.made) and cached."""
 import importlib.util
 import json
 import os
@@ -142,3 +143,92 @@ def test_planted_fault_is_reported_at_the_tensorflow_node(saved, tmp_path):
     assert all(row["past_threshold"] is None for row in rows[:at])
     assert "the node itself drifts" in report["summary"]
     assert np.isfinite(first["cosine"])
+
+
+# Run in a Paddle environment: OUT_DIR/inference.json with Paddle 3 (.venvs/paddle), a PIR
+# program, or OUT_DIR/inference.pdmodel with Paddle 2.6 (.venvs/paddle2), a legacy one (Paddle
+# 3's OldIrGuard no longer builds this model's sigmoid), each with its .pdiparams. The planted
+# tanh reads a product of two computed values, as the Keras model's does.
+PADDLE_MODELS_SCRIPT = '''
+import os, sys
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+from paddle.static import InputSpec
+
+
+class Planted(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, padding=1)
+        self.mixer = nn.Conv2D(8, 8, 3, padding=1)
+        self.head = nn.Conv2D(8, 16, 3, padding=1)
+        self.fc = nn.Linear(16, 12)
+        self.logits = nn.Linear(12, 5)
+
+    def forward(self, x):
+        hidden = F.max_pool2d(F.relu(self.stem(x)), 2)
+        hidden = self.mixer(hidden)
+        hidden = hidden * F.sigmoid(hidden)
+        hidden = F.relu(self.head(hidden))
+        hidden = self.fc(paddle.flatten(F.adaptive_avg_pool2d(hidden, 1), 1))
+        return self.logits(paddle.tanh(hidden * F.sigmoid(hidden)))
+
+
+paddle.seed(0)
+model = Planted()
+model.eval()
+paddle.jit.save(model, os.path.join(sys.argv[1], "inference"), input_spec=[InputSpec([None, 3, 16, 16], "float32", "x")])
+'''
+PADDLE_SHAPES = {"x": [2, 3, 16, 16]}
+PADDLE_PROGRAMS = {"pir": ("paddle", "inference.json"), "legacy": ("paddle2", "inference.pdmodel")}
+
+
+@pytest.fixture(scope="module")
+def paddle_saved(tmp_path_factory):
+    """{form: the program's path}."""
+    script = tmp_path_factory.mktemp("script") / "compare_paddle_models.py"
+    script.write_text(PADDLE_MODELS_SCRIPT)
+    return {form: environments.made(environment, script) / file
+            for form, (environment, file) in PADDLE_PROGRAMS.items()}
+
+
+@pytest.mark.parametrize("form", ["pir", "legacy"])
+def test_paddle_program_is_clean_against_paddle(paddle_saved, form):
+    report = compare.compare(paddle_saved[form], reference="framework", input_shapes=PADDLE_SHAPES)
+    assert report.reference == "paddle"
+    assert report.clean, report.table(0)
+    # stem's conv and relu, the pool, mixer's conv, the gate's sigmoid and product, head's conv
+    # and relu, the average, fc, its gate, the planted tanh and the logits, less what fusions took.
+    assert len(report.compared) >= 8, report.table(0)
+    ops = {row.op for row in report.compared}
+    assert {"tanh", "sigmoid", "relu"} <= ops, report.table(0)
+    planted = next(row for row in report.compared if row.op == "tanh")
+    # The node is named as Estuary's frontend names it: the op's first result, "%ID" in a PIR
+    # program, a variable in a legacy one.
+    assert planted.node == planted.value and (planted.node.startswith("%") == (form == "pir")), planted
+    logits = report.row_of(report.outputs[0])
+    assert logits.figures["max_rel"] < 1e-5, logits
+
+
+def test_auto_takes_paddle_where_it_is_found(paddle_saved):
+    report = compare.compare(paddle_saved["pir"], input_shapes=PADDLE_SHAPES)
+    assert report.reference == "paddle" and report.clean
+
+
+@pytest.mark.parametrize("form", ["pir", "legacy"])
+def test_planted_fault_is_reported_at_the_paddle_node(paddle_saved, form, tmp_path):
+    report_path = tmp_path / "report.json"
+    result = run_cli(paddle_saved[form], "--plugin", PLUGIN, "--reference", "framework",
+                     "--input-shape", "x:2,3,16,16", "--json", report_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["reference"] == "paddle"
+    first = report["first_past_threshold"]
+    assert first["op"] == "tanh" and first["node"] == first["value"], first
+    assert first["max_abs"] == pytest.approx(0.05, rel=1e-3)
+    assert [entry["past_threshold"] for entry in first["inputs"]] == [None], first
+    rows = report["nodes"]
+    at = next(i for i, row in enumerate(rows) if row["value"] == first["value"])
+    assert all(row["past_threshold"] is None for row in rows[:at])
+    assert "the node itself drifts" in report["summary"]

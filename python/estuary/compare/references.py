@@ -112,11 +112,12 @@ class OnnxRuntime:
 # the module that shows they are installed, and their runner, beside this file.
 FRAMEWORKS = {
     "tensorflow": ("tensorflow", "_tensorflow_runner.py"),
+    "paddle": ("paddle", "_paddle_runner.py"),
 }
 
 
 def framework_of(path, load_kwargs):
-    """The framework among FRAMEWORKS whose model `path` is; None for others (ONNX, Paddle, MindSpore, ...)."""
+    """The framework among FRAMEWORKS whose model `path` is; None for others (ONNX, MindSpore, ...)."""
     named = load_kwargs.get("framework")
     if named:
         return named if named in FRAMEWORKS else None
@@ -124,7 +125,23 @@ def framework_of(path, load_kwargs):
         return None
     if os.path.isdir(path):
         return "tensorflow" if os.path.exists(os.path.join(path, "saved_model.pb")) else None
-    return "tensorflow" if path.endswith(".pb") else None
+    if path.endswith(".pb"):
+        return "tensorflow"
+    if path.endswith(".pdmodel") or (path.endswith(".json") and _is_pir_program(path)):
+        return "paddle"
+    return None
+
+
+def _is_pir_program(path):
+    """Whether a .json file is a Paddle PIR program: its "base_code" opens it (json.dump's
+    order), or a .pdiparams of the same name lies beside it."""
+    if os.path.exists(os.path.splitext(path)[0] + ".pdiparams"):
+        return True
+    try:
+        with open(path, "rb") as file:
+            return b'"base_code"' in file.read(4096)
+    except OSError:
+        return False
 
 
 def find_framework_python(framework, given=None):
