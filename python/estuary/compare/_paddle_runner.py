@@ -90,7 +90,7 @@ class PaddleModel:
             ids = [result["%"] for result in entry.get("O", [])]
             node = (f"%{ids[0]}" if ids else kind, kind.split(".", 1)[1])
             for index, value_id in enumerate(ids):
-                if value_id:  # 0: a result nothing reads, which the file leaves unnamed
+                if value_id:  # 0 is the null value, which Estuary leaves unnamed
                     self.values[f"%{value_id}"] = op.result(index)
                     self.producers[f"%{value_id}"] = node
         for kind, entry in written:  # the outputs take their fetch ops' names
