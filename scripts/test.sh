@@ -14,29 +14,17 @@ started=$SECONDS
 setup_seconds=$((SECONDS - started))
 started=$SECONDS
 status=0
-# The sanitizer stages have builds of their own (unless ctest was given a selection). They
-# start beside the tests, at the lowest priority: they take the CPU time the tests leave idle
-# (waiting for subprocesses, servers and the network), and what is left after the tests.
-if [[ $# -eq 0 ]]; then
-  sanitizer_builds_log=$(mktemp)
-  (nice -n 19 "$root/scripts/tsan.sh" --build-only && nice -n 19 "$root/scripts/sanitize.sh" --ci --build-only) \
-    >"$sanitizer_builds_log" 2>&1 &
-  sanitizer_builds=$!
-fi
 ctest --test-dir "$build_dir" -j "$(nproc)" --output-on-failure "$@" || status=$?
 tests_seconds=$((SECONDS - started))
+# The sanitizer stages, each with a build of its own, unless ctest was given a selection.
 sanitizer_note=""
 if [[ $# -eq 0 ]]; then
   started=$SECONDS
-  wait "$sanitizer_builds" || { cat "$sanitizer_builds_log"; status=1; }
-  rm -f "$sanitizer_builds_log"
-  sanitizer_note=", the rest of the sanitizer builds $((SECONDS - started)) s"
-  started=$SECONDS
   "$root/scripts/tsan.sh" || status=$?
-  sanitizer_note+=", ThreadSanitizer's run $((SECONDS - started)) s"
+  sanitizer_note=", ThreadSanitizer's build and run $((SECONDS - started)) s"
   started=$SECONDS
   "$root/scripts/sanitize.sh" --ci || status=$?
-  sanitizer_note+=", ASan+UBSan's run $((SECONDS - started)) s"
+  sanitizer_note+=", ASan+UBSan's $((SECONDS - started)) s"
   started=$SECONDS
   "$root/scripts/fuzz.sh" --ci --jobs "$(nproc)" || status=$?
   sanitizer_note+=", the fuzzers' $((SECONDS - started)) s"

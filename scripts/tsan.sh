@@ -2,14 +2,8 @@
 # Builds the concurrency tests (tests/concurrency: one compiled model run from many threads
 # through a RunContextPool) and the libraries they link with ThreadSanitizer, in build-tsan/,
 # and runs them; any report fails the run. Run scripts/setup.sh once first (it installs the
-# compiler and dependencies). Extra arguments go to the test binary (--gtest_filter=...);
-# --build-only builds and runs nothing (scripts/test.sh builds ahead of the run).
+# compiler and dependencies). Extra arguments go to the test binary (--gtest_filter=...).
 set -euo pipefail
-build_only=false
-if [[ ${1:-} == --build-only ]]; then
-  build_only=true
-  shift
-fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${TSAN_BUILD_DIR:-$root/build-tsan}
 generator=()
@@ -23,7 +17,6 @@ cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDeb
   -DESTUARY_BUILD_PYTHON=OFF -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target estuary_concurrency_tests
-$build_only && exit 0
 TSAN_OPTIONS="halt_on_error=1 abort_on_error=0 exitcode=66 ${TSAN_OPTIONS:-}" \
   "$build_dir/bin/estuary_concurrency_tests" "$@"
 echo "tsan.sh: the concurrency tests ran clean under ThreadSanitizer"
