@@ -47,10 +47,10 @@ def _prefix_and_form(path):
 
 class PaddleModel:
     def __init__(self, request, feeds):
-        prefix, self.form = _prefix_and_form(request["model"])
+        prefix, form = _prefix_and_form(request["model"])
         if request.get("threads"):
             os.environ["OMP_NUM_THREADS"] = str(request["threads"])
-        if self.form == "legacy":  # else Paddle 3 translates the program to PIR, and its names are gone
+        if form == "legacy":  # else Paddle 3 translates the program to PIR, and its names are gone
             os.environ["FLAGS_enable_pir_api"] = "0"
         import paddle
         paddle.enable_static()
@@ -62,7 +62,7 @@ class PaddleModel:
                                  f"{', '.join(sorted(feed_names))})")
         self.feeds = feeds
         self.values, self.producers = {}, {}
-        if self.form == "pir":
+        if form == "pir":
             self._index_pir(request["model"])
         else:
             self._index_legacy()
