@@ -564,8 +564,8 @@ std::unique_ptr<Kernel> makeRotaryEmbedding(const KernelBuildContext& context) {
   }
   g.second_half_offset = full_tables ? g.half : 0;
   std::unique_ptr<Kernel> kernel;
-  dispatchFloat(x.dtype, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch(FloatDTypes{}, x.dtype, [&](auto type) {
+    using T = StorageOf<decltype(type)>;
     if constexpr (!std::is_same_v<T, double>) {  // the schema allows f32, f16, bf16
       kernel = std::make_unique<RotaryEmbeddingKernel<T>>(g, context.node().describe());
     }

@@ -608,8 +608,8 @@ class OwnConvKernel final : public Kernel {
 std::unique_ptr<Kernel> ownConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose) {
   std::unique_ptr<Kernel> kernel;
   const Tensor* constant_weights = context.probing() ? nullptr : context.constantInput(1);
-  dispatchFloat(context.output(0).dtype, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch(FloatDTypes{}, context.output(0).dtype, [&](auto type) {
+    using T = StorageOf<decltype(type)>;
     kernel = std::make_unique<OwnConvKernel<T>>(geometry, transpose, context.hasInput(2),
                                                 constant_weights ? static_cast<const T*>(constant_weights->data())
                                                                  : nullptr);

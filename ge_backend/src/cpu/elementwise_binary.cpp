@@ -16,8 +16,8 @@ namespace {
 template <template <typename> class Op, typename Types>
 KernelFactory arithmeticFactory(double cost) {
   return [cost](const KernelBuildContext& context) {
-    return dispatch(Types{}, context.input(0).dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    return dispatch(Types{}, context.input(0).dtype, [&](auto type) {
+      using T = LoopStorage<decltype(type)>;
       return makeBinary<T, T, T>(context, Op<ComputeOf<T>>{}, cost);
     });
   };
@@ -27,8 +27,8 @@ KernelFactory arithmeticFactory(double cost) {
 template <template <typename> class Op, typename Types>
 KernelFactory comparisonFactory() {
   return [](const KernelBuildContext& context) {
-    return dispatch(Types{}, context.input(0).dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    return dispatch(Types{}, context.input(0).dtype, [&](auto type) {
+      using T = LoopStorage<decltype(type)>;
       return makeBinary<T, T, Bool8>(context, Op<ComputeOf<T>>{}, kCheapCost);
     });
   };
@@ -44,8 +44,8 @@ KernelFactory logicFactory() {
 
 std::unique_ptr<Kernel> modKernel(const KernelBuildContext& context) {
   bool truncated = context.intAttr("fmod") != 0;
-  return dispatch(NumericTypes{}, context.input(0).dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  return dispatch(NumericDTypes{}, context.input(0).dtype, [&](auto type) {
+    using T = LoopStorage<decltype(type)>;
     return makeBinary<T, T, T>(context, fn::Mod<ComputeOf<T>>{truncated}, kCostlyCost);
   });
 }
@@ -93,16 +93,16 @@ std::unique_ptr<Kernel> constantPowKernel(const KernelBuildContext& context, dou
 }
 
 std::unique_ptr<Kernel> powKernel(const KernelBuildContext& context) {
-  return dispatch(FloatAndWideIntTypes{}, context.input(0).dtype, [&](auto tag) -> std::unique_ptr<Kernel> {
-    using T = typename decltype(tag)::type;
+  return dispatch(FloatAndWideIntDTypes{}, context.input(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+    using T = LoopStorage<decltype(type)>;
     if constexpr (fn::kIsFloat<ComputeOf<T>>) {
       std::optional<double> exponent = constantScalar(context, 1);
       if (exponent && context.input(0) == context.output(0)) {
         if (auto kernel = constantPowKernel<T>(context, *exponent)) return kernel;
       }
     }
-    return dispatch(NumericTypes{}, context.input(1).dtype, [&](auto exponent_tag) {
-      using E = typename decltype(exponent_tag)::type;
+    return dispatch(NumericDTypes{}, context.input(1).dtype, [&](auto exponent_type) {
+      using E = LoopStorage<decltype(exponent_type)>;
       return makeBinary<T, E, T>(context, fn::Pow<ComputeOf<T>, ComputeOf<E>>{}, kCostlyCost);
     });
   });
@@ -112,15 +112,15 @@ std::unique_ptr<Kernel> preluKernel(const KernelBuildContext& context) {
   if (context.input(0) != context.output(0)) {
     context.fail("slope ", context.input(1).str(), " must broadcast to X ", context.input(0).str());
   }
-  return dispatch(FloatAndWideIntTypes{}, context.input(0).dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  return dispatch(FloatAndWideIntDTypes{}, context.input(0).dtype, [&](auto type) {
+    using T = LoopStorage<decltype(type)>;
     return makeBinary<T, T, T>(context, fn::PRelu<ComputeOf<T>>{}, kCheapCost);
   });
 }
 
 std::unique_ptr<Kernel> swigluKernel(const KernelBuildContext& context) {
-  return dispatch(FloatTypes{}, context.input(0).dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  return dispatch(FloatDTypes{}, context.input(0).dtype, [&](auto type) {
+    using T = LoopStorage<decltype(type)>;
     using C = ComputeOf<T>;
     return makeBinary<T, T, T>(context, fn::SwiGLU<C>{static_cast<C>(context.floatAttr("alpha"))}, kCostlyCost);
   });
@@ -176,8 +176,8 @@ class VariadicKernel final : public Kernel {
 template <template <typename> class Op, typename Types>
 KernelFactory variadicFactory(bool mean = false) {
   return [mean](const KernelBuildContext& context) {
-    return dispatch(Types{}, context.output(0).dtype, [&](auto tag) -> std::unique_ptr<Kernel> {
-      using T = typename decltype(tag)::type;
+    return dispatch(Types{}, context.output(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+      using T = LoopStorage<decltype(type)>;
       const TensorDesc& out = context.output(0);
       std::vector<BroadcastPlan> passes;
       for (size_t i = 1; i < context.numInputs(); ++i) {
@@ -196,28 +196,28 @@ KernelFactory variadicFactory(bool mean = false) {
 }  // namespace
 
 void registerBinaryKernels(KernelRegistry& registry) {
-  registry.add("Add", "", arithmeticFactory<fn::Add, NumericTypes>(kCheapCost));
-  registry.add("Sub", "", arithmeticFactory<fn::Sub, NumericTypes>(kCheapCost));
-  registry.add("Mul", "", arithmeticFactory<fn::Mul, NumericTypes>(kCheapCost));
-  registry.add("Div", "", arithmeticFactory<fn::Div, NumericTypes>(kCheapCost));
+  registry.add("Add", "", arithmeticFactory<fn::Add, NumericDTypes>(kCheapCost));
+  registry.add("Sub", "", arithmeticFactory<fn::Sub, NumericDTypes>(kCheapCost));
+  registry.add("Mul", "", arithmeticFactory<fn::Mul, NumericDTypes>(kCheapCost));
+  registry.add("Div", "", arithmeticFactory<fn::Div, NumericDTypes>(kCheapCost));
   registry.add("Mod", "", modKernel);
   registry.add("Pow", "", powKernel);
   registry.add("PRelu", "", preluKernel);
   registry.add("SwiGLU", "", swigluKernel);
 
-  registry.add("Equal", "", comparisonFactory<fn::Equal, AllTypes>());
-  registry.add("Less", "", comparisonFactory<fn::Less, NumericTypes>());
-  registry.add("LessOrEqual", "", comparisonFactory<fn::LessOrEqual, NumericTypes>());
-  registry.add("Greater", "", comparisonFactory<fn::Greater, NumericTypes>());
-  registry.add("GreaterOrEqual", "", comparisonFactory<fn::GreaterOrEqual, NumericTypes>());
+  registry.add("Equal", "", comparisonFactory<fn::Equal, AllDTypes>());
+  registry.add("Less", "", comparisonFactory<fn::Less, NumericDTypes>());
+  registry.add("LessOrEqual", "", comparisonFactory<fn::LessOrEqual, NumericDTypes>());
+  registry.add("Greater", "", comparisonFactory<fn::Greater, NumericDTypes>());
+  registry.add("GreaterOrEqual", "", comparisonFactory<fn::GreaterOrEqual, NumericDTypes>());
   registry.add("And", "", logicFactory<fn::And>());
   registry.add("Or", "", logicFactory<fn::Or>());
   registry.add("Xor", "", logicFactory<fn::Xor>());
 
-  registry.add("Max", "", variadicFactory<fn::Max, NumericTypes>());
-  registry.add("Min", "", variadicFactory<fn::Min, NumericTypes>());
-  registry.add("Sum", "", variadicFactory<fn::Add, FloatTypes>());
-  registry.add("Mean", "", variadicFactory<fn::Add, FloatTypes>(true));
+  registry.add("Max", "", variadicFactory<fn::Max, NumericDTypes>());
+  registry.add("Min", "", variadicFactory<fn::Min, NumericDTypes>());
+  registry.add("Sum", "", variadicFactory<fn::Add, FloatDTypes>());
+  registry.add("Mean", "", variadicFactory<fn::Add, FloatDTypes>(true));
 }
 
 }  // namespace estuary::ge::cpu

@@ -97,10 +97,10 @@ class CastKernel final : public Kernel {
 
 std::unique_ptr<Kernel> castKernel(const KernelBuildContext& context) {
   DType from = context.input(0).dtype, to = context.output(0).dtype;
-  return dispatch(AllTypes{}, from, [&](auto from_tag) {
-    return dispatch(AllTypes{}, to, [&](auto to_tag) -> std::unique_ptr<Kernel> {
-      using From = typename decltype(from_tag)::type;
-      using To = typename decltype(to_tag)::type;
+  return dispatch(AllDTypes{}, from, [&](auto from_type) {
+    return dispatch(AllDTypes{}, to, [&](auto to_type) -> std::unique_ptr<Kernel> {
+      using From = LoopStorage<decltype(from_type)>;
+      using To = LoopStorage<decltype(to_type)>;
       return std::make_unique<CastKernel<From, To>>(
           "cpu:" + context.node().opType() + " " + std::string(dtypeName(from)) + "->" + std::string(dtypeName(to)),
           context.output(0).numElements());

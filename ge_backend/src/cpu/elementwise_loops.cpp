@@ -8,8 +8,8 @@ std::string kernelName(const KernelBuildContext& context, DType dtype) {
 
 double readScalar(const void* data, DType dtype) {
   double value = 0;
-  visitType(AllTypes{}, dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch(AllDTypes{}, dtype, [&](auto type) {
+    using T = LoopStorage<decltype(type)>;
     value = static_cast<double>(Element<T>::load(*static_cast<const T*>(data)));
   });
   return value;

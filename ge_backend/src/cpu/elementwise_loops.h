@@ -39,52 +39,28 @@ struct Element<Bool8> {
 template <typename T>
 using ComputeOf = typename Element<T>::Compute;
 
-template <typename T>
-constexpr DType dtypeOf() {
-  if constexpr (std::is_same_v<T, float>) return DType::F32;
-  if constexpr (std::is_same_v<T, HalfBits>) return DType::F16;
-  if constexpr (std::is_same_v<T, BFloat16>) return DType::BF16;
-  if constexpr (std::is_same_v<T, double>) return DType::F64;
-  if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
-  if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
-  if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
-  if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
-  if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
-  if constexpr (std::is_same_v<T, Bool8>) return DType::Bool;
-  return DType::Undefined;
-}
+// The type the element-wise loops store dtype D's elements as, for the dispatch tag of D: the
+// storage type, but for f16 (HalfBits) and bool (Bool8).
+template <typename Tag>
+struct LoopStorageFor {
+  using type = StorageOf<Tag>;
+};
+template <>
+struct LoopStorageFor<DTypeTag<DType::F16>> {
+  using type = HalfBits;
+};
+template <>
+struct LoopStorageFor<DTypeTag<DType::Bool>> {
+  using type = Bool8;
+};
+template <typename Tag>
+using LoopStorage = typename LoopStorageFor<Tag>::type;
 
-// --- Dtype dispatch ------------------------------------------------------------------------
-
+// A C++ type as a value, for templates that take the type a kernel computes in.
 template <typename T>
 struct TypeTag {
   using type = T;
 };
-template <typename... Ts>
-struct TypeList {};
-
-// The sets the op schemas constrain types to (see core/src/ops/schema.cpp).
-using FloatTypes = TypeList<float, HalfBits, BFloat16, double>;
-using SignedTypes = TypeList<float, HalfBits, BFloat16, double, int8_t, int16_t, int32_t, int64_t>;
-using NumericTypes = TypeList<float, HalfBits, BFloat16, double, int8_t, int16_t, int32_t, int64_t, uint8_t>;
-using AllTypes = TypeList<float, HalfBits, BFloat16, double, int8_t, int16_t, int32_t, int64_t, uint8_t, Bool8>;
-using FloatAndWideIntTypes = TypeList<float, HalfBits, BFloat16, double, int32_t, int64_t>;
-
-// Calls fn(TypeTag<T>{}) for the storage type T of `dtype` when the list has it; returns
-// whether it did.
-template <typename... Ts, typename Fn>
-bool visitType(TypeList<Ts...>, DType dtype, Fn&& fn) {
-  return ((dtype == dtypeOf<Ts>() ? (fn(TypeTag<Ts>{}), true) : false) || ...);
-}
-
-// The kernel make(TypeTag<T>{}) returns for the storage type T of `dtype`; nullptr (the
-// factory declines) when the list lacks it.
-template <typename List, typename Make>
-std::unique_ptr<Kernel> dispatch(List list, DType dtype, Make&& make) {
-  std::unique_ptr<Kernel> kernel;
-  visitType(list, dtype, [&](auto tag) { kernel = make(tag); });
-  return kernel;
-}
 
 // "cpu:Relu f32"
 std::string kernelName(const KernelBuildContext& context, DType dtype);

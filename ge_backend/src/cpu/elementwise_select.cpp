@@ -163,8 +163,8 @@ std::unique_ptr<Kernel> dropoutKernel(const KernelBuildContext& context) {
   std::optional<DType> ratio_dtype;
   if (context.hasInput(1)) ratio_dtype = context.input(1).dtype;
   bool has_mask = context.numOutputs() > 1;
-  return dispatch(FloatTypes{}, context.input(0).dtype, [&](auto tag) -> std::unique_ptr<Kernel> {
-    using T = typename decltype(tag)::type;
+  return dispatch(FloatDTypes{}, context.input(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+    using T = LoopStorage<decltype(type)>;
     return std::make_unique<DropoutKernel<T>>(kernelName(context, context.input(0).dtype),
                                               context.input(0).numElements(), ratio_dtype, context.hasInput(2), seed,
                                               has_mask);

@@ -13,8 +13,8 @@ namespace {
 template <typename Types, typename Maker>
 KernelFactory unaryFactory(Maker maker, double cost) {
   return [maker, cost](const KernelBuildContext& context) {
-    return dispatch(Types{}, context.input(0).dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    return dispatch(Types{}, context.input(0).dtype, [&](auto type) {
+      using T = LoopStorage<decltype(type)>;
       return makeUnary<T, T>(context, maker(context, TypeTag<ComputeOf<T>>{}), cost);
     });
   };
@@ -39,8 +39,8 @@ auto withFloats(Names... names) {
 template <typename Maker>
 KernelFactory predicateFactory(Maker maker) {
   return [maker](const KernelBuildContext& context) {
-    return dispatch(FloatTypes{}, context.input(0).dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    return dispatch(FloatDTypes{}, context.input(0).dtype, [&](auto type) {
+      using T = LoopStorage<decltype(type)>;
       return makeUnary<T, Bool8>(context, maker(context, TypeTag<ComputeOf<T>>{}), kCheapCost);
     });
   };
@@ -81,16 +81,16 @@ class ClipKernel final : public Kernel {
 
 // Shape inference made sure the bounds are scalars.
 std::unique_ptr<Kernel> clipKernel(const KernelBuildContext& context) {
-  return dispatch(NumericTypes{}, context.input(0).dtype, [&](auto tag) -> std::unique_ptr<Kernel> {
-    using T = typename decltype(tag)::type;
+  return dispatch(NumericDTypes{}, context.input(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+    using T = LoopStorage<decltype(type)>;
     return std::make_unique<ClipKernel<T>>(kernelName(context, context.input(0).dtype), context.output(0).numElements(),
                                            context.hasInput(1), context.hasInput(2));
   });
 }
 
 std::unique_ptr<Kernel> geluKernel(const KernelBuildContext& context) {
-  static const KernelFactory exact = unaryFactory<FloatTypes>(plain<fn::GeluErf>(), kCostlyCost);
-  static const KernelFactory tanh = unaryFactory<FloatTypes>(plain<fn::GeluTanh>(), kCostlyCost);
+  static const KernelFactory exact = unaryFactory<FloatDTypes>(plain<fn::GeluErf>(), kCostlyCost);
+  static const KernelFactory tanh = unaryFactory<FloatDTypes>(plain<fn::GeluTanh>(), kCostlyCost);
   std::string approximate = context.stringAttr("approximate");
   if (approximate == "none") return exact(context);
   if (approximate == "tanh") return tanh(context);
@@ -103,41 +103,41 @@ void registerUnaryKernels(KernelRegistry& registry) {
   auto add = [&](const char* op, KernelFactory factory) { registry.add(op, "", std::move(factory)); };
 
   // Cheap: a few instructions per element, memory-bound.
-  add("Abs", unaryFactory<NumericTypes>(plain<fn::Abs>(), kCheapCost));
-  add("Neg", unaryFactory<SignedTypes>(plain<fn::Neg>(), kCheapCost));
-  add("Sign", unaryFactory<NumericTypes>(plain<fn::Sign>(), kCheapCost));
-  add("Relu", unaryFactory<SignedTypes>(plain<fn::Relu>(), kCheapCost));
-  add("Floor", unaryFactory<FloatTypes>(plain<fn::Floor>(), kCheapCost));
-  add("Ceil", unaryFactory<FloatTypes>(plain<fn::Ceil>(), kCheapCost));
-  add("Round", unaryFactory<FloatTypes>(plain<fn::Round>(), kCheapCost));
-  add("Sqrt", unaryFactory<FloatTypes>(plain<fn::Sqrt>(), kCheapCost));
-  add("Reciprocal", unaryFactory<FloatTypes>(plain<fn::Reciprocal>(), kCheapCost));
-  add("Softsign", unaryFactory<FloatTypes>(plain<fn::Softsign>(), kCheapCost));
-  add("HardSwish", unaryFactory<FloatTypes>(plain<fn::HardSwish>(), kCheapCost));
-  add("LeakyRelu", unaryFactory<FloatTypes>(withFloats<fn::LeakyRelu>("alpha"), kCheapCost));
-  add("ThresholdedRelu", unaryFactory<FloatTypes>(withFloats<fn::ThresholdedRelu>("alpha"), kCheapCost));
-  add("HardSigmoid", unaryFactory<FloatTypes>(withFloats<fn::HardSigmoid>("alpha", "beta"), kCheapCost));
+  add("Abs", unaryFactory<NumericDTypes>(plain<fn::Abs>(), kCheapCost));
+  add("Neg", unaryFactory<SignedDTypes>(plain<fn::Neg>(), kCheapCost));
+  add("Sign", unaryFactory<NumericDTypes>(plain<fn::Sign>(), kCheapCost));
+  add("Relu", unaryFactory<SignedDTypes>(plain<fn::Relu>(), kCheapCost));
+  add("Floor", unaryFactory<FloatDTypes>(plain<fn::Floor>(), kCheapCost));
+  add("Ceil", unaryFactory<FloatDTypes>(plain<fn::Ceil>(), kCheapCost));
+  add("Round", unaryFactory<FloatDTypes>(plain<fn::Round>(), kCheapCost));
+  add("Sqrt", unaryFactory<FloatDTypes>(plain<fn::Sqrt>(), kCheapCost));
+  add("Reciprocal", unaryFactory<FloatDTypes>(plain<fn::Reciprocal>(), kCheapCost));
+  add("Softsign", unaryFactory<FloatDTypes>(plain<fn::Softsign>(), kCheapCost));
+  add("HardSwish", unaryFactory<FloatDTypes>(plain<fn::HardSwish>(), kCheapCost));
+  add("LeakyRelu", unaryFactory<FloatDTypes>(withFloats<fn::LeakyRelu>("alpha"), kCheapCost));
+  add("ThresholdedRelu", unaryFactory<FloatDTypes>(withFloats<fn::ThresholdedRelu>("alpha"), kCheapCost));
+  add("HardSigmoid", unaryFactory<FloatDTypes>(withFloats<fn::HardSigmoid>("alpha", "beta"), kCheapCost));
 
   // Costly: polynomial approximations.
-  add("Exp", unaryFactory<FloatTypes>(plain<fn::Exp>(), kCostlyCost));
-  add("Log", unaryFactory<FloatTypes>(plain<fn::Log>(), kCostlyCost));
-  add("Tanh", unaryFactory<FloatTypes>(plain<fn::Tanh>(), kCostlyCost));
-  add("Sigmoid", unaryFactory<FloatTypes>(plain<fn::Sigmoid>(), kCostlyCost));
-  add("Erf", unaryFactory<FloatTypes>(plain<fn::Erf>(), kCostlyCost));
-  add("Sin", unaryFactory<FloatTypes>(plain<fn::Sin>(), kCostlyCost));
-  add("Cos", unaryFactory<FloatTypes>(plain<fn::Cos>(), kCostlyCost));
-  add("Tan", unaryFactory<FloatTypes>(plain<fn::Tan>(), kCostlyCost));
-  add("Asin", unaryFactory<FloatTypes>(plain<fn::Asin>(), kCostlyCost));
-  add("Acos", unaryFactory<FloatTypes>(plain<fn::Acos>(), kCostlyCost));
-  add("Atan", unaryFactory<FloatTypes>(plain<fn::Atan>(), kCostlyCost));
-  add("Sinh", unaryFactory<FloatTypes>(plain<fn::Sinh>(), kCostlyCost));
-  add("Cosh", unaryFactory<FloatTypes>(plain<fn::Cosh>(), kCostlyCost));
-  add("Softplus", unaryFactory<FloatTypes>(plain<fn::Softplus>(), kCostlyCost));
-  add("Mish", unaryFactory<FloatTypes>(plain<fn::Mish>(), kCostlyCost));
-  add("Elu", unaryFactory<FloatTypes>(withFloats<fn::Elu>("alpha"), kCostlyCost));
-  add("Celu", unaryFactory<FloatTypes>(withFloats<fn::Celu>("alpha"), kCostlyCost));
-  add("Selu", unaryFactory<FloatTypes>(withFloats<fn::Selu>("alpha", "gamma"), kCostlyCost));
-  add("Swish", unaryFactory<FloatTypes>(withFloats<fn::Swish>("alpha"), kCostlyCost));
+  add("Exp", unaryFactory<FloatDTypes>(plain<fn::Exp>(), kCostlyCost));
+  add("Log", unaryFactory<FloatDTypes>(plain<fn::Log>(), kCostlyCost));
+  add("Tanh", unaryFactory<FloatDTypes>(plain<fn::Tanh>(), kCostlyCost));
+  add("Sigmoid", unaryFactory<FloatDTypes>(plain<fn::Sigmoid>(), kCostlyCost));
+  add("Erf", unaryFactory<FloatDTypes>(plain<fn::Erf>(), kCostlyCost));
+  add("Sin", unaryFactory<FloatDTypes>(plain<fn::Sin>(), kCostlyCost));
+  add("Cos", unaryFactory<FloatDTypes>(plain<fn::Cos>(), kCostlyCost));
+  add("Tan", unaryFactory<FloatDTypes>(plain<fn::Tan>(), kCostlyCost));
+  add("Asin", unaryFactory<FloatDTypes>(plain<fn::Asin>(), kCostlyCost));
+  add("Acos", unaryFactory<FloatDTypes>(plain<fn::Acos>(), kCostlyCost));
+  add("Atan", unaryFactory<FloatDTypes>(plain<fn::Atan>(), kCostlyCost));
+  add("Sinh", unaryFactory<FloatDTypes>(plain<fn::Sinh>(), kCostlyCost));
+  add("Cosh", unaryFactory<FloatDTypes>(plain<fn::Cosh>(), kCostlyCost));
+  add("Softplus", unaryFactory<FloatDTypes>(plain<fn::Softplus>(), kCostlyCost));
+  add("Mish", unaryFactory<FloatDTypes>(plain<fn::Mish>(), kCostlyCost));
+  add("Elu", unaryFactory<FloatDTypes>(withFloats<fn::Elu>("alpha"), kCostlyCost));
+  add("Celu", unaryFactory<FloatDTypes>(withFloats<fn::Celu>("alpha"), kCostlyCost));
+  add("Selu", unaryFactory<FloatDTypes>(withFloats<fn::Selu>("alpha", "gamma"), kCostlyCost));
+  add("Swish", unaryFactory<FloatDTypes>(withFloats<fn::Swish>("alpha"), kCostlyCost));
   add("Gelu", geluKernel);
 
   add("IsNaN", predicateFactory(plain<fn::IsNaN>()));

@@ -316,15 +316,9 @@ inline void combine(S& target, S update) {
 // Calls fn(S{}, reduction constant, bool constant) for the node's element type and reduction.
 template <typename Fn>
 void dispatchScatter(DType dtype, ScatterReduction reduction, Fn&& fn) {
-  dispatchAll(dtype, [&](auto element) {
-    using S = decltype(element);
-    auto with = [&](auto r) {
-      if (dtype == DType::Bool) {
-        if constexpr (std::is_same_v<S, uint8_t>) fn(S{}, r, std::true_type{});
-      } else {
-        fn(S{}, r, std::false_type{});
-      }
-    };
+  dispatch(AllDTypes{}, dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
+    auto with = [&](auto r) { fn(S{}, r, std::bool_constant<decltype(type)::dtype == DType::Bool>{}); };
     switch (reduction) {
       case ScatterReduction::None: return with(std::integral_constant<ScatterReduction, ScatterReduction::None>{});
       case ScatterReduction::Add: return with(std::integral_constant<ScatterReduction, ScatterReduction::Add>{});
@@ -489,9 +483,9 @@ class OneHotKernel final : public Kernel {
       if (depth != depth_) raise(node_, ": input 'depth' is ", depth, " but the output was planned with ", depth_);
     }
     dispatchBySize(element_size_, [&](auto element) {
-      dispatchAll(index_type_, [&](auto index) {
+      dispatch(AllDTypes{}, index_type_, [&](auto index) {  // OneHot's indices may be of any numeric type
         using E = decltype(element);
-        using I = decltype(index);
+        using I = StorageOf<decltype(index)>;
         const E* values = static_cast<const E*>(args.inputs[2]);
         fill(static_cast<const I*>(args.inputs[0]), values[0], values[1], static_cast<E*>(args.outputs[0]),
              args.num_threads);

@@ -67,8 +67,8 @@ class RangeKernel final : public Kernel {
       raise(node_, ": start ", start, ", limit ", limit, " and delta ", delta, " give ", count,
             " elements, the output was planned with ", count_);
     }
-    dispatchAll(dtype_, [&](auto element) {
-      using S = decltype(element);
+    dispatch(AllDTypes{}, dtype_, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       S* out = static_cast<S*>(args.outputs[0]);
       for (int64_t i = 0; i < count_; ++i) {
         double value = start + static_cast<double>(i) * delta;
@@ -101,8 +101,8 @@ class EyeKernel final : public Kernel {
 
   void run(const KernelArgs& args, KernelState*) const override {
     std::memset(args.outputs[0], 0, static_cast<size_t>(rows_ * cols_) * dtypeSize(dtype_));
-    dispatchAll(dtype_, [&](auto element) {
-      using S = decltype(element);
+    dispatch(AllDTypes{}, dtype_, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       S* out = static_cast<S*>(args.outputs[0]);
       const S one = storeAs<S>(ComputeOf<S>(1));
       for (int64_t i = std::max<int64_t>(0, -k_); i < rows_ && i + k_ < cols_; ++i) out[i * cols_ + i + k_] = one;

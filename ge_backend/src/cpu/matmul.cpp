@@ -276,23 +276,10 @@ struct Contraction {
   std::vector<int64_t> a_offsets, b_offsets;          // own GEMM, for f64 and integers
 };
 
-// Calls fn(Storage{}, Compute{}) for Einsum's types: floats computed in f32 (f64 in f64),
-// integers in i64 with wrap-around.
-template <typename Fn>
-bool dispatchEinsum(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::F32: fn(float{}, float{}); return true;
-    case DType::F16: fn(_Float16{}, float{}); return true;
-    case DType::BF16: fn(BFloat16{}, float{}); return true;
-    case DType::F64: fn(double{}, double{}); return true;
-    case DType::I8: fn(int8_t{}, int64_t{}); return true;
-    case DType::I16: fn(int16_t{}, int64_t{}); return true;
-    case DType::I32: fn(int32_t{}, int64_t{}); return true;
-    case DType::I64: fn(int64_t{}, int64_t{}); return true;
-    case DType::U8: fn(uint8_t{}, int64_t{}); return true;
-    default: return false;
-  }
-}
+// The type Einsum computes elements of storage type S in: floats in f32 (f64 in f64), integers
+// in i64, which wraps around when stored.
+template <typename S>
+using EinsumCompute = std::conditional_t<std::is_integral_v<S>, int64_t, ComputeOf<S>>;
 
 // dst[i] = sum over the summed axes of src at the destination's coordinates i.
 template <typename Src, typename Dst, typename Acc>
@@ -581,9 +568,9 @@ std::unique_ptr<Kernel> makeEinsum(const KernelBuildContext& context) {
   size_t matmul_scratch_offset = scratch;
   scratch += matmul_scratch;
   std::unique_ptr<Kernel> kernel;
-  dispatchEinsum(dtype, [&](auto storage, auto compute) {
-    using T = decltype(storage);
-    using Acc = decltype(compute);
+  dispatch(NumericDTypes{}, dtype, [&](auto type) {
+    using T = StorageOf<decltype(type)>;
+    using Acc = EinsumCompute<T>;
     kernel = std::make_unique<EinsumKernel<T, Acc>>(std::move(steps), std::move(final_gather), scratch,
                                                      matmul_scratch_offset);
   });

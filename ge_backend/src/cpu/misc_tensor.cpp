@@ -500,18 +500,17 @@ std::unique_ptr<Kernel> nonZero(const KernelBuildContext& context) {
                  context.input(0).str());
   }
   std::unique_ptr<Kernel> kernel;
-  dispatchAll(context.input(0).dtype, [&](auto element) {
-    kernel = std::make_unique<NonZeroKernel<decltype(element)>>(context);
+  return dispatch(AllDTypes{}, context.input(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+    return std::make_unique<NonZeroKernel<StorageOf<decltype(type)>>>(context);
   });
-  return kernel;
 }
 
 template <template <typename> class K>
 KernelFactory typedFactory() {
   return [](const KernelBuildContext& context) {
-    std::unique_ptr<Kernel> kernel;
-    dispatchAll(context.input(0).dtype, [&](auto element) { kernel = std::make_unique<K<decltype(element)>>(context); });
-    return kernel;
+    return dispatch(AllDTypes{}, context.input(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+      return std::make_unique<K<StorageOf<decltype(type)>>>(context);
+    });
   };
 }
 

@@ -41,18 +41,6 @@ inline float expF32(float x) {
   return p * scale;
 }
 
-// Calls fn(T{}) with the C++ type of a floating-point dtype; returns false for others.
-template <typename Fn>
-bool dispatchFloat(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::F32: fn(float{}); return true;
-    case DType::F16: fn(_Float16{}); return true;
-    case DType::BF16: fn(BFloat16{}); return true;
-    case DType::F64: fn(double{}); return true;
-    default: return false;
-  }
-}
-
 // An OnednnKernel that owns the constant data (pre-packed weights, folded biases) its
 // Source::Constant arguments point at.
 class PackedOnednnKernel final : public OnednnKernel {

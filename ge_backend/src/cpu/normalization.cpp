@@ -17,8 +17,8 @@ namespace {
 // dst[i] = src[i] for `count` elements of a float tensor of type `dtype`.
 template <typename Acc>
 void convertTo(const void* src, DType dtype, int64_t count, Acc* dst) {
-  dispatchFloat(dtype, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch(FloatDTypes{}, dtype, [&](auto type) {
+    using T = StorageOf<decltype(type)>;
     const T* values = static_cast<const T*>(src);
     for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<Acc>(loadAs(values[i]));
   });
@@ -159,8 +159,8 @@ class OwnBatchNormKernel final : public Kernel {
         if (outputs_[o] == DType::Undefined || !args.outputs[o + 1]) continue;
         const Acc* given = o == 0 ? mean : variance;
         const Acc* current = o == 0 ? batch_mean : batch_variance;
-        dispatchFloat(outputs_[o], [&](auto zero) {
-          using U = decltype(zero);
+        dispatch(FloatDTypes{}, outputs_[o], [&](auto type) {
+          using U = StorageOf<decltype(type)>;
           U* running = static_cast<U*>(args.outputs[o + 1]);
           for (int64_t c = 0; c < channels_; ++c) running[c] = storeAs<U>(given[c] * momentum + current[c] * (1 - momentum));
         });
@@ -205,8 +205,8 @@ std::unique_ptr<Kernel> makeBatchNorm(const KernelBuildContext& context) {
     if (std::unique_ptr<Kernel> kernel = onednnBatchNorm(context)) return kernel;
   }
   std::unique_ptr<Kernel> kernel;
-  dispatchFloat(context.input(0).dtype, [&](auto zero) {
-    kernel = std::make_unique<OwnBatchNormKernel<decltype(zero)>>(context, training);
+  dispatch(FloatDTypes{}, context.input(0).dtype, [&](auto type) {
+    kernel = std::make_unique<OwnBatchNormKernel<StorageOf<decltype(type)>>>(context, training);
   });
   return kernel;
 }
@@ -350,8 +350,8 @@ class OwnRowNormKernel final : public Kernel {
 
  private:
   static void storeStat(void* out, DType dtype, int64_t row, Acc value) {
-    dispatchFloat(dtype, [&](auto zero) {
-      using U = decltype(zero);
+    dispatch(FloatDTypes{}, dtype, [&](auto type) {
+      using U = StorageOf<decltype(type)>;
       static_cast<U*>(out)[row] = storeAs<U>(value);
     });
   }
@@ -371,9 +371,9 @@ std::unique_ptr<Kernel> makeRowNorm(const KernelBuildContext& context, bool rms)
     if (std::unique_ptr<Kernel> kernel = onednnLayerNorm(context, *geometry)) return kernel;
   }
   std::unique_ptr<Kernel> kernel;
-  dispatchFloat(context.input(0).dtype, [&](auto x_zero) {
-    dispatchFloat(context.output(0).dtype, [&](auto y_zero) {
-      kernel = std::make_unique<OwnRowNormKernel<decltype(x_zero), decltype(y_zero)>>(context, *geometry, rms);
+  dispatch(FloatDTypes{}, context.input(0).dtype, [&](auto x_type) {
+    dispatch(FloatDTypes{}, context.output(0).dtype, [&](auto y_type) {
+      kernel = std::make_unique<OwnRowNormKernel<StorageOf<decltype(x_type)>, StorageOf<decltype(y_type)>>>(context, *geometry, rms);
     });
   });
   return kernel;
@@ -439,8 +439,8 @@ std::unique_ptr<Kernel> makeGroupNorm(const KernelBuildContext& context, bool in
   const int64_t groups = instance ? x.dims[1] : context.intAttr("num_groups");
   if (x.numElements() == 0) return makeZeroFillKernel(context, "cpu:group_norm (empty)");
   std::unique_ptr<Kernel> kernel;
-  dispatchFloat(x.dtype, [&](auto zero) {
-    kernel = std::make_unique<OwnGroupNormKernel<decltype(zero)>>(context, groups, instance);
+  dispatch(FloatDTypes{}, x.dtype, [&](auto type) {
+    kernel = std::make_unique<OwnGroupNormKernel<StorageOf<decltype(type)>>>(context, groups, instance);
   });
   return kernel;
 }

@@ -221,15 +221,8 @@ class OwnPoolKernel final : public Kernel {
   std::vector<int64_t> column_major_;
 };
 
-template <typename Fn>
-bool dispatchPool(DType dtype, Fn&& fn) {
-  if (dispatchFloat(dtype, fn)) return true;
-  switch (dtype) {
-    case DType::I8: fn(int8_t{}); return true;
-    case DType::U8: fn(uint8_t{}); return true;
-    default: return false;
-  }
-}
+// The own pooling kernel's dtypes: the floats, and the bytes max pooling takes.
+using PoolDTypes = DTypeSet<DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::U8>;
 
 std::unique_ptr<Kernel> makePool(const KernelBuildContext& context, PoolKind kind, bool global) {
   const DType dtype = context.output(0).dtype;
@@ -249,8 +242,8 @@ std::unique_ptr<Kernel> makePool(const KernelBuildContext& context, PoolKind kin
   if (context.input(0).layout != Layout::Plain || context.output(0).layout != Layout::Plain) return nullptr;
   const bool column_major = !global && context.attr("storage_order") && context.intAttr("storage_order") != 0;
   std::unique_ptr<Kernel> kernel;
-  dispatchPool(dtype, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch(PoolDTypes{}, dtype, [&](auto type) {
+    using T = StorageOf<decltype(type)>;
     if constexpr (std::is_integral_v<T>) {
       if (kind != PoolKind::Max) return;
     }

@@ -18,8 +18,8 @@ std::optional<float> clipBound(const Node& node, size_t input, float fallback) {
   if (!value || value->kind() != AttrKind::Tensor || value->asTensor().numElements() != 1) return std::nullopt;
   const Tensor& tensor = value->asTensor();
   float bound = 0.f;
-  bool known = dispatchFloat(tensor.dtype(), [&](auto zero) {
-    bound = static_cast<float>(loadAs(*tensor.data<decltype(zero)>()));
+  bool known = dispatch(FloatDTypes{}, tensor.dtype(), [&](auto type) {
+    bound = static_cast<float>(loadAs(*tensor.data<StorageOf<decltype(type)>>()));
   });
   if (!known) return std::nullopt;
   return bound;

@@ -348,8 +348,8 @@ std::unique_ptr<Kernel> reduce(const KernelBuildContext& context) {
   for (int64_t axis : axes) reduce[normalizedAxis(context, axis, in.rank, "an axis in 'axes'")] = true;
   ReduceView view = reduceView(in, reduce);
   std::unique_ptr<Kernel> kernel;
-  dispatchAll(in.dtype, [&](auto element) {
-    using S = decltype(element);
+  dispatch(AllDTypes{}, in.dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     if constexpr (Op == ReduceOp::LogSum || Op == ReduceOp::LogSumExp) {
       if constexpr (std::is_floating_point_v<ComputeOf<S>>) kernel = std::make_unique<ReduceKernel<S, Op>>(view, in.byteSize());
     } else {
@@ -435,8 +435,8 @@ std::unique_ptr<Kernel> argReduce(const KernelBuildContext& context) {
   if (in.dims[axis] == 0) context.fail("cannot take the arg", kMax ? "max" : "min", " of an empty axis in ", in.str());
   bool last = context.intAttr("select_last_index") != 0;
   std::unique_ptr<Kernel> kernel;
-  dispatchAll(in.dtype, [&](auto element) {
-    using S = decltype(element);
+  dispatch(AllDTypes{}, in.dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     kernel = std::make_unique<ArgReduceKernel<S, kMax>>(outerSize(in, axis), in.dims[axis], innerSize(in, axis), last);
   });
   return kernel;

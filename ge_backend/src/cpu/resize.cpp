@@ -427,8 +427,8 @@ std::unique_ptr<Kernel> resize(const KernelBuildContext& context) {
   std::sort(tables.begin(), tables.end(), [](const AxisTable& a, const AxisTable& b) { return a.axis > b.axis; });
   if (tables.empty()) return std::make_unique<ResizeCopyKernel>(in.byteSize());
   std::unique_ptr<Kernel> kernel;
-  dispatchAll(in.dtype, [&](auto element) {
-    using S = decltype(element);
+  dispatch(AllDTypes{}, in.dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     kernel = std::make_unique<ResizeKernel<S>>(attrs, in, std::move(tables));
   });
   return kernel;

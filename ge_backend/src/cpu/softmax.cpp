@@ -142,8 +142,8 @@ std::unique_ptr<Kernel> makeSoftmax(const KernelBuildContext& context, SoftmaxKi
     if (kernel && kernel->name().find(" ref:") == std::string::npos) return kernel;
   }
   std::unique_ptr<Kernel> kernel;
-  dispatchFloat(x.dtype, [&](auto zero) {
-    kernel = std::make_unique<OwnSoftmaxKernel<decltype(zero)>>(splitAt(x, axis), kind, context.maxThreads());
+  dispatch(FloatDTypes{}, x.dtype, [&](auto type) {
+    kernel = std::make_unique<OwnSoftmaxKernel<StorageOf<decltype(type)>>>(splitAt(x, axis), kind, context.maxThreads());
   });
   return kernel;
 }

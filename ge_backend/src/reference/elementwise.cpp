@@ -25,35 +25,13 @@ namespace {
 
 // --- Element types ------------------------------------------------------------------------
 
-// The storage type of each dtype the reference takes (bool is uint8_t, 0 or 1).
-template <DType D> struct Storage;
-template <> struct Storage<DType::F32> { using type = float; };
-template <> struct Storage<DType::F64> { using type = double; };
-template <> struct Storage<DType::I8> { using type = int8_t; };
-template <> struct Storage<DType::I16> { using type = int16_t; };
-template <> struct Storage<DType::I32> { using type = int32_t; };
-template <> struct Storage<DType::I64> { using type = int64_t; };
-template <> struct Storage<DType::U8> { using type = uint8_t; };
-template <> struct Storage<DType::Bool> { using type = uint8_t; };
-
 // The dtypes an op's schema allows, less f16/bf16.
-template <DType... Ds> struct DTypes {};
-using Floats = DTypes<DType::F32, DType::F64>;
-using FloatsAndWideInts = DTypes<DType::F32, DType::F64, DType::I32, DType::I64>;
-using Signed = DTypes<DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64>;
-using Numeric = DTypes<DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8>;
-using Bools = DTypes<DType::Bool>;
-using All = DTypes<DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::Bool>;
-
-// Calls fn(S{}) with the storage type of `dtype` when it is one of Ds; nullptr (no kernel)
-// otherwise.
-template <DType... Ds, typename Fn>
-std::unique_ptr<Kernel> dispatchAmong(DTypes<Ds...>, DType dtype, Fn&& fn) {
-  std::unique_ptr<Kernel> kernel;
-  // Tries the listed dtypes in turn; the one equal to `dtype` makes the kernel.
-  (void)((dtype == Ds && (kernel = fn(typename Storage<Ds>::type{}), true)) || ...);
-  return kernel;
-}
+using Floats = ReferenceFloatDTypes;
+using FloatsAndWideInts = DTypeSet<DType::F32, DType::F64, DType::I32, DType::I64>;
+using Signed = DTypeSet<DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64>;
+using Numeric = DTypeSet<DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8>;
+using Bools = DTypeSet<DType::Bool>;
+using All = ReferenceDTypes;
 
 template <typename T>
 bool isNaN(T value) {
@@ -145,8 +123,8 @@ std::unique_ptr<Kernel> binaryKernel(const KernelBuildContext& context, Fn fn) {
 template <typename Types, typename Fn>
 void addUnary(KernelRegistry& registry, const char* op, Types types, Fn fn) {
   registry.add(op, "", [types, fn](const KernelBuildContext& context) {
-    return dispatchAmong(types, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(types, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       return unaryKernel<S, S>(context, fn);
     });
   });
@@ -158,8 +136,8 @@ using MakeFloatFormula = std::function<FloatFormula(const KernelBuildContext&)>;
 
 void addFloatUnary(KernelRegistry& registry, const char* op, MakeFloatFormula make) {
   registry.add(op, "", [make](const KernelBuildContext& context) {
-    return dispatchAmong(Floats{}, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(Floats{}, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       return unaryKernel<S, S>(context, make(context));
     });
   });
@@ -169,8 +147,8 @@ void addFloatUnary(KernelRegistry& registry, const char* op, MakeFloatFormula ma
 template <typename Types, typename Fn>
 void addBinary(KernelRegistry& registry, const char* op, Types types, Fn fn) {
   registry.add(op, "", [types, fn](const KernelBuildContext& context) {
-    return dispatchAmong(types, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(types, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       return binaryKernel<S, S, S>(context, fn);
     });
   });
@@ -180,8 +158,8 @@ void addBinary(KernelRegistry& registry, const char* op, Types types, Fn fn) {
 template <typename Types, typename Fn>
 void addComparison(KernelRegistry& registry, const char* op, Types types, Fn fn) {
   registry.add(op, "", [types, fn](const KernelBuildContext& context) {
-    return dispatchAmong(types, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(types, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       return binaryKernel<S, S, uint8_t>(context, fn);
     });
   });
@@ -192,8 +170,8 @@ void addComparison(KernelRegistry& registry, const char* op, Types types, Fn fn)
 template <typename Types, typename Combine>
 void addVariadic(KernelRegistry& registry, const char* op, Types types, Combine combine, bool mean = false) {
   registry.add(op, "", [types, combine, mean](const KernelBuildContext& context) {
-    return dispatchAmong(types, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(types, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       const Broadcast broadcast(context);
       const size_t n = context.numInputs();
       return makeKernel(context, [broadcast, combine, mean, n](const KernelArgs& args) {
@@ -408,15 +386,15 @@ void registerUnaryOps(KernelRegistry& registry) {
   addUnary(registry, "Identity", All{}, [](auto x) { return x; });
 
   registry.add("IsNaN", "", [](const KernelBuildContext& context) {
-    return dispatchAmong(Floats{}, context.input(0).dtype, [&](auto zero) {
-      return unaryKernel<decltype(zero), uint8_t>(context, [](double x) { return std::isnan(x); });
+    return dispatch(Floats{}, context.input(0).dtype, [&](auto type) {
+      return unaryKernel<StorageOf<decltype(type)>, uint8_t>(context, [](double x) { return std::isnan(x); });
     });
   });
   registry.add("IsInf", "", [](const KernelBuildContext& context) {
     const bool negative = context.intAttr("detect_negative") != 0;
     const bool positive = context.intAttr("detect_positive") != 0;
-    return dispatchAmong(Floats{}, context.input(0).dtype, [&](auto zero) {
-      return unaryKernel<decltype(zero), uint8_t>(context, [negative, positive](double x) {
+    return dispatch(Floats{}, context.input(0).dtype, [&](auto type) {
+      return unaryKernel<StorageOf<decltype(type)>, uint8_t>(context, [negative, positive](double x) {
         return std::isinf(x) && (x > 0 ? positive : negative);
       });
     });
@@ -425,13 +403,13 @@ void registerUnaryOps(KernelRegistry& registry) {
   // Cast and CastLike: the output dtype is the node's (Cast's `to`, CastLike's second input's).
   // `saturate` and `round_mode` concern the float8 types only.
   const KernelFactory cast = [](const KernelBuildContext& context) {
-    return dispatchAmong(All{}, context.input(0).dtype, [&](auto from_zero) {
-      using From = decltype(from_zero);
+    return dispatch(All{}, context.input(0).dtype, [&](auto from_type) {
+      using From = StorageOf<decltype(from_type)>;
       if (context.output(0).dtype == DType::Bool) {
         return unaryKernel<From, uint8_t>(context, [](auto x) { return x != 0; });  // NaN is true
       }
-      return dispatchAmong(Numeric{}, context.output(0).dtype, [&](auto to_zero) {
-        using To = decltype(to_zero);
+      return dispatch(Numeric{}, context.output(0).dtype, [&](auto to_type) {
+        using To = StorageOf<decltype(to_type)>;
         return unaryKernel<From, To>(context, [](auto x) { return convert<To>(x); });
       });
     });
@@ -440,8 +418,8 @@ void registerUnaryOps(KernelRegistry& registry) {
   registry.add("CastLike", "", cast);
 
   registry.add("Clip", "", [](const KernelBuildContext& context) {
-    return dispatchAmong(Numeric{}, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(Numeric{}, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       const Broadcast broadcast(context);
       const bool has_min = context.hasInput(1), has_max = context.hasInput(2);
       return makeKernel(context, [broadcast, has_min, has_max](const KernelArgs& args) {
@@ -464,8 +442,8 @@ void registerUnaryOps(KernelRegistry& registry) {
   // training_mode is true at run time, and copies its input (mask all true) otherwise. Each run
   // draws from its own stream, seeded by the `seed` attribute when there is one.
   registry.add("Dropout", "", [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
-    return dispatchAmong(Floats{}, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(Floats{}, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       const int64_t count = context.input(0).numElements();
       const bool has_mask = context.numOutputs() > 1;
       const DType ratio_dtype = context.hasInput(1) ? context.input(1).dtype : DType::Undefined;
@@ -503,16 +481,16 @@ void registerBinaryOps(KernelRegistry& registry) {
   addBinary(registry, "Div", Numeric{}, [](auto a, auto b) { return divide(a, b); });
   registry.add("Mod", "", [](const KernelBuildContext& context) {
     const bool c_style = context.intAttr("fmod") != 0;
-    return dispatchAmong(Numeric{}, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(Numeric{}, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       return binaryKernel<S, S, S>(context, [c_style](auto a, auto b) { return remainder(a, b, c_style); });
     });
   });
   registry.add("Pow", "", [](const KernelBuildContext& context) {
-    return dispatchAmong(FloatsAndWideInts{}, context.input(0).dtype, [&](auto x_zero) {
-      using X = decltype(x_zero);
-      return dispatchAmong(Numeric{}, context.input(1).dtype, [&](auto y_zero) {
-        using Y = decltype(y_zero);
+    return dispatch(FloatsAndWideInts{}, context.input(0).dtype, [&](auto x_type) {
+      using X = StorageOf<decltype(x_type)>;
+      return dispatch(Numeric{}, context.input(1).dtype, [&](auto y_type) {
+        using Y = StorageOf<decltype(y_type)>;
         return binaryKernel<X, Y, X>(context, [](auto x, auto y) { return power(x, y); });
       });
     });
@@ -522,8 +500,8 @@ void registerBinaryOps(KernelRegistry& registry) {
   // Estuary's SwiGLU: Swish(A) * B = A * sigmoid(alpha * A) * B, A and B of one shape.
   registry.add("SwiGLU", "", [](const KernelBuildContext& context) {
     const double alpha = context.floatAttr("alpha");
-    return dispatchAmong(Floats{}, context.input(0).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(Floats{}, context.input(0).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       return binaryKernel<S, S, S>(context, [alpha](double a, double b) { return a * sigmoid(alpha * a) * b; });
     });
   });
@@ -544,8 +522,8 @@ void registerBinaryOps(KernelRegistry& registry) {
 
   registry.add("Where", "", [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
     if (context.input(0).dtype != DType::Bool) return nullptr;
-    return dispatchAmong(All{}, context.input(1).dtype, [&](auto zero) {
-      using S = decltype(zero);
+    return dispatch(All{}, context.input(1).dtype, [&](auto type) {
+      using S = StorageOf<decltype(type)>;
       const Broadcast broadcast(context);
       return makeKernel(context, [broadcast](const KernelArgs& args) {
         const auto* condition = static_cast<const uint8_t*>(args.inputs[0]);

@@ -23,14 +23,6 @@ void registerAttentionKernels(KernelRegistry& registry);      // nn_attention.cp
 template <typename S>
 using Accumulator = std::conditional_t<std::is_floating_point_v<S>, double, int64_t>;
 
-// For ops whose schema takes floats only: fn(float{}) or fn(double{}), else nullptr.
-template <typename Fn>
-std::unique_ptr<Kernel> dispatchFloat(DType dtype, Fn&& fn) {
-  if (dtype == DType::F32) return fn(float{});
-  if (dtype == DType::F64) return fn(double{});
-  return nullptr;
-}
-
 // Convolutions and pooling run on up to three spatial axes. A 1-D or 2-D window is seen
 // as 3-D with leading spatial axes of size 1 (kernel 1, stride 1, no padding), so one loop
 // nest serves every rank.

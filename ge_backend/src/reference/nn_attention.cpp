@@ -254,8 +254,8 @@ std::unique_ptr<Kernel> makeRotaryEmbedding(const KernelBuildContext& context) {
   plan.width = cache.dims[cache.rank - 1];
   if (plan.width < (plan.full_tables ? rotary : plan.half)) context.fail("cos_cache ", cache.str(), " is too narrow");
   plan.per_batch_rows = plan.has_positions ? context.input(3).dims[0] != 1 : cache.rank == 3 && cache.dims[0] != 1;
-  return dispatchFloat(context.input(0).dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceFloatDTypes{}, context.input(0).dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [plan](const KernelArgs& args) { rotate<S>(plan, args); });
   });
 }

@@ -165,8 +165,8 @@ std::unique_ptr<Kernel> makeConv(const KernelBuildContext& context) {
   const Window window = kTranspose ? transposeWindow(context)
                                    : forwardWindow(context, std::vector<int64_t>(w.dims.begin() + 2, w.dims.begin() + w.rank));
   const bool has_bias = context.hasInput(2);
-  return dispatchFloat(x.dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceFloatDTypes{}, x.dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) {
       convolve<S, kTranspose>(channels, window, static_cast<const S*>(args.inputs[0]),
                               static_cast<const S*>(args.inputs[1]),

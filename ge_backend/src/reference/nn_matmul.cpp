@@ -69,8 +69,8 @@ void matMul(const MatMulShape& shape, const S* a, const S* b, S* y) {
 std::unique_ptr<Kernel> makeMatMul(const KernelBuildContext& context) {
   if (!takesAllDTypes(context)) return nullptr;
   const MatMulShape shape = matMulShape(context);
-  return dispatchReference(context.input(0).dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceDTypes{}, context.input(0).dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) {
       matMul<S>(shape, static_cast<const S*>(args.inputs[0]), static_cast<const S*>(args.inputs[1]),
                 static_cast<S*>(args.outputs[0]));
@@ -135,8 +135,8 @@ std::unique_ptr<Kernel> makeGemm(const KernelBuildContext& context) {
   shape.k = context.input(0).dims[shape.trans_a ? 0 : 1];
   shape.has_c = context.hasInput(2) && shape.beta != 0;
   if (shape.has_c) shape.c = context.input(2);
-  return dispatchReference(context.input(0).dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceDTypes{}, context.input(0).dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) {
       gemm<S>(shape, static_cast<const S*>(args.inputs[0]), static_cast<const S*>(args.inputs[1]),
               shape.has_c ? static_cast<const S*>(args.inputs[2]) : nullptr, static_cast<S*>(args.outputs[0]));
@@ -323,8 +323,8 @@ void einsum(const EinsumPlan& plan, const KernelArgs& args) {
 std::unique_ptr<Kernel> makeEinsum(const KernelBuildContext& context) {
   if (!takesAllDTypes(context)) return nullptr;
   const EinsumPlan plan = EinsumParser(context).parse();
-  return dispatchReference(context.output(0).dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceDTypes{}, context.output(0).dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) { einsum<S>(plan, args); });
   });
 }

@@ -129,8 +129,8 @@ std::unique_ptr<Kernel> makeMaxPool(const KernelBuildContext& context) {
   const int64_t planes = planesOf(context.input(0));
   const bool column_major = context.intAttr("storage_order") != 0;
   const bool has_indices = context.numOutputs() > 1;
-  return dispatchReference(context.input(0).dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceDTypes{}, context.input(0).dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) {
       maxPool<S>(window, planes, column_major, static_cast<const S*>(args.inputs[0]), static_cast<S*>(args.outputs[0]),
                  has_indices ? static_cast<int64_t*>(args.outputs[1]) : nullptr);
@@ -143,8 +143,8 @@ std::unique_ptr<Kernel> makeAveragePool(const KernelBuildContext& context) {
   const Window window = forwardWindow(context, {});
   const int64_t planes = planesOf(context.input(0));
   const bool count_include_pad = context.intAttr("count_include_pad") != 0;
-  return dispatchFloat(context.input(0).dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceFloatDTypes{}, context.input(0).dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) {
       averagePool<S>(window, planes, count_include_pad, static_cast<const S*>(args.inputs[0]),
                      static_cast<S*>(args.outputs[0]));
@@ -159,8 +159,8 @@ std::unique_ptr<Kernel> makeGlobalPool(const KernelBuildContext& context) {
   const TensorDesc& x = context.input(0);
   const int64_t planes = planesOf(x);
   const int64_t size = planes == 0 ? 0 : x.numElements() / planes;
-  return dispatchFloat(x.dtype, [&](auto zero) {
-    using S = decltype(zero);
+  return dispatch(ReferenceFloatDTypes{}, x.dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) {
       const S* in = static_cast<const S*>(args.inputs[0]);
       S* out = static_cast<S*>(args.outputs[0]);

@@ -365,35 +365,35 @@ void registerReductionKernels(KernelRegistry& registry) {
   for (const auto& [name, op] : reductions) {
     registry.add(name, "", [op = op](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
       if (!takesAllDTypes(context)) return nullptr;
-      return dispatchReference(context.input(0).dtype,
-                           [&](auto zero) { return makeReduction<decltype(zero)>(context, op); });
+      return dispatch(ReferenceDTypes{}, context.input(0).dtype,
+                           [&](auto type) { return makeReduction<StorageOf<decltype(type)>>(context, op); });
     });
   }
   for (bool largest : {true, false}) {
     registry.add(largest ? "ArgMax" : "ArgMin", "", [largest](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
       if (!takesAllDTypes(context)) return nullptr;
-      return dispatchReference(context.input(0).dtype,
-                           [&](auto zero) { return makeArgReduce<decltype(zero)>(context, largest); });
+      return dispatch(ReferenceDTypes{}, context.input(0).dtype,
+                           [&](auto type) { return makeArgReduce<StorageOf<decltype(type)>>(context, largest); });
     });
   }
   registry.add("Hardmax", "", [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
     if (!takesAllDTypes(context)) return nullptr;
-    return dispatchReference(context.input(0).dtype, [&](auto zero) { return makeHardmax<decltype(zero)>(context); });
+    return dispatch(ReferenceDTypes{}, context.input(0).dtype, [&](auto type) { return makeHardmax<StorageOf<decltype(type)>>(context); });
   });
   for (bool log : {false, true}) {
     registry.add(log ? "LogSoftmax" : "Softmax", "", [log](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
       if (!takesAllDTypes(context)) return nullptr;
-      return dispatchReference(context.input(0).dtype,
-                           [&](auto zero) { return makeSoftmax<decltype(zero)>(context, log); });
+      return dispatch(ReferenceDTypes{}, context.input(0).dtype,
+                           [&](auto type) { return makeSoftmax<StorageOf<decltype(type)>>(context, log); });
     });
   }
   registry.add("TopK", "", [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
     if (!takesAllDTypes(context)) return nullptr;
-    return dispatchReference(context.input(0).dtype, [&](auto zero) { return makeTopK<decltype(zero)>(context); });
+    return dispatch(ReferenceDTypes{}, context.input(0).dtype, [&](auto type) { return makeTopK<StorageOf<decltype(type)>>(context); });
   });
   registry.add("CumSum", "", [](const KernelBuildContext& context) -> std::unique_ptr<Kernel> {
     if (!takesAllDTypes(context)) return nullptr;
-    return dispatchReference(context.input(0).dtype, [&](auto zero) { return makeCumSum<decltype(zero)>(context); });
+    return dispatch(ReferenceDTypes{}, context.input(0).dtype, [&](auto type) { return makeCumSum<StorageOf<decltype(type)>>(context); });
   });
 }
 

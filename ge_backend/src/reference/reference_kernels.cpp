@@ -42,8 +42,8 @@ void storeDouble(DType dtype, void* data, int64_t i, double value) {
     static_cast<uint8_t*>(data)[i] = value != 0;
     return;
   }
-  dispatchAll(dtype, [&](auto zero) {
-    using S = decltype(zero);
+  dispatch(AllDTypes{}, dtype, [&](auto type) {
+    using S = StorageOf<decltype(type)>;
     if constexpr (std::is_same_v<S, Float16>) {
       static_cast<S*>(data)[i] = static_cast<Float16>(static_cast<float>(value));
     } else if constexpr (std::is_same_v<S, BFloat16>) {

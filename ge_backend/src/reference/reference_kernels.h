@@ -36,23 +36,12 @@ bool takesDType(DType dtype);
 // Whether every present input and every output of the node has a dtype takesDType accepts.
 bool takesAllDTypes(const KernelBuildContext& context);
 
-// Calls fn(S{}) with the storage type of `dtype` (bool is uint8_t); nullptr for a dtype the
-// reference does not take, for which nothing is instantiated. For factories:
-// `return dispatchReference(dtype, [&](auto zero) {...});`
-template <typename Fn>
-std::unique_ptr<Kernel> dispatchReference(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::F32: return fn(float{});
-    case DType::F64: return fn(double{});
-    case DType::I8: return fn(int8_t{});
-    case DType::I16: return fn(int16_t{});
-    case DType::I32: return fn(int32_t{});
-    case DType::I64: return fn(int64_t{});
-    case DType::U8:
-    case DType::Bool: return fn(uint8_t{});
-    default: return nullptr;
-  }
-}
+// The dtypes takesDType accepts, and its floats, for the kernel helpers' dispatch: nothing is
+// instantiated for the 16-bit floats. For factories:
+// `return dispatch(ReferenceDTypes{}, dtype, [&](auto type) {...});`
+using ReferenceDTypes =
+    DTypeSet<DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::Bool>;
+using ReferenceFloatDTypes = DTypeSet<DType::F32, DType::F64>;
 
 // The type a reference kernel computes in for storage type S: double for floats, S itself for
 // integers.

@@ -304,8 +304,8 @@ std::unique_ptr<Kernel> resizeFactory(const KernelBuildContext& context) {
   }
   if (input.numElements() == 0 && output.numElements() > 0) context.fail("cannot resize an empty tensor to a non-empty one");
 
-  return dispatchReference(dtype, [&](auto zero) -> std::unique_ptr<Kernel> {
-    using S = decltype(zero);
+  return dispatch(ReferenceDTypes{}, dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+    using S = StorageOf<decltype(type)>;
     return makeResize<S>(context, attrs, operands);
   });
 }

@@ -536,8 +536,8 @@ std::unique_ptr<Kernel> scatterKernel(const KernelBuildContext& context, TargetF
   const DType dtype = context.input(0).dtype;
   const size_t bytes = context.input(0).byteSize();
   const std::vector<int64_t> update_dims = context.input(2).dimVector();
-  return dispatchReference(dtype, [&](auto zero) -> std::unique_ptr<Kernel> {
-    using S = decltype(zero);
+  return dispatch(ReferenceDTypes{}, dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+    using S = StorageOf<decltype(type)>;
     return makeKernel(context, [=](const KernelArgs& args) {
       if (bytes > 0) std::memcpy(args.outputs[0], args.inputs[0], bytes);
       S* out = static_cast<S*>(args.outputs[0]);
@@ -733,8 +733,8 @@ std::unique_ptr<Kernel> range(const KernelBuildContext& context) {
   }
   const std::string node = context.node().describe();
   const int64_t planned = context.output(0).numElements();
-  return dispatchReference(context.output(0).dtype, [&](auto zero) -> std::unique_ptr<Kernel> {
-    using S = decltype(zero);
+  return dispatch(ReferenceDTypes{}, context.output(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+    using S = StorageOf<decltype(type)>;
     using W = std::conditional_t<std::is_integral_v<S>, int64_t, double>;
     return makeKernel(context, [=](const KernelArgs& args) {
       const W start = *static_cast<const S*>(args.inputs[0]);

@@ -1,11 +1,11 @@
 #pragma once
 // What kernels share, Estuary's own and plugins' alike: the C++ storage type of each DType and
-// the type arithmetic happens in (the 16-bit floats compute in f32), dispatch from a runtime
-// DType to a kernel template instantiated for it, and one parallel-for with one threading
-// policy.
+// the type arithmetic happens in (the 16-bit floats compute in f32), the one dispatch from a
+// runtime DType to a kernel template instantiated for it, and one parallel-for with one
+// threading policy.
 //
-//   dispatchAll(context.input(0).dtype, [&](auto zero) {
-//     using S = decltype(zero);
+//   return dispatch(FloatDTypes{}, context.input(0).dtype, [&](auto type) -> std::unique_ptr<Kernel> {
+//     using S = StorageOf<decltype(type)>;
 //     ... a kernel for elements of type S ...
 //   });
 #include <cmath>
@@ -70,23 +70,60 @@ inline S storeRounded(F value) {
   }
 }
 
-// Calls fn(S{}) with the storage type of `dtype`. Bool is stored as uint8_t (0 or 1).
-template <typename Fn>
-decltype(auto) dispatchAll(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::F32: return fn(float{});
-    case DType::F16: return fn(Float16{});
-    case DType::BF16: return fn(BFloat16{});
-    case DType::F64: return fn(double{});
-    case DType::I8: return fn(int8_t{});
-    case DType::I16: return fn(int16_t{});
-    case DType::I32: return fn(int32_t{});
-    case DType::I64: return fn(int64_t{});
-    case DType::U8: return fn(uint8_t{});
-    case DType::Bool: return fn(uint8_t{});
-    default: break;
+// --- Dtype dispatch --------------------------------------------------------------------------
+
+// The C++ type elements of dtype D are stored as. Bool is one byte, 0 or 1.
+template <DType D>
+struct StorageFor;
+template <> struct StorageFor<DType::F32> { using type = float; };
+template <> struct StorageFor<DType::F16> { using type = Float16; };
+template <> struct StorageFor<DType::BF16> { using type = BFloat16; };
+template <> struct StorageFor<DType::F64> { using type = double; };
+template <> struct StorageFor<DType::I8> { using type = int8_t; };
+template <> struct StorageFor<DType::I16> { using type = int16_t; };
+template <> struct StorageFor<DType::I32> { using type = int32_t; };
+template <> struct StorageFor<DType::I64> { using type = int64_t; };
+template <> struct StorageFor<DType::U8> { using type = uint8_t; };
+template <> struct StorageFor<DType::Bool> { using type = uint8_t; };
+
+// A dtype known at compile time, as dispatch hands it to a kernel template. Kernels that keep
+// an element type of their own for a dtype (the element-wise loops' f16 and bool) map the
+// tag, not the storage type, since u8 and bool share uint8_t.
+template <DType D>
+struct DTypeTag {
+  static constexpr DType dtype = D;
+  using Storage = typename StorageFor<D>::type;
+};
+template <typename Tag>
+using StorageOf = typename Tag::Storage;
+
+// A set of dtypes a kernel template is instantiated for.
+template <DType... Ds>
+struct DTypeSet {};
+
+// The sets the op schemas constrain types to (see core/src/ops/schema.cpp).
+using FloatDTypes = DTypeSet<DType::F32, DType::F16, DType::BF16, DType::F64>;
+using SignedDTypes =
+    DTypeSet<DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64>;
+using NumericDTypes = DTypeSet<DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16,
+                               DType::I32, DType::I64, DType::U8>;
+using AllDTypes = DTypeSet<DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32,
+                           DType::I64, DType::U8, DType::Bool>;
+using FloatAndWideIntDTypes = DTypeSet<DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64>;
+
+// Calls fn(DTypeTag<D>{}) for the member D of the set that `dtype` is, and returns what fn
+// returns; when the set lacks `dtype`, returns a value-initialised result (a kernel factory's
+// nullptr: it declines). When fn returns nothing, returns whether it was called.
+template <DType... Ds, typename Fn>
+auto dispatch(DTypeSet<Ds...>, DType dtype, Fn&& fn) {
+  using Result = std::common_type_t<decltype(fn(DTypeTag<Ds>{}))...>;
+  if constexpr (std::is_void_v<Result>) {
+    return ((dtype == Ds ? (fn(DTypeTag<Ds>{}), true) : false) || ...);
+  } else {
+    Result result{};
+    ((dtype == Ds ? (result = fn(DTypeTag<Ds>{}), true) : false) || ...);
+    return result;
   }
-  raise("no element type for dtype ", dtypeName(dtype));
 }
 
 // Calls fn(U{}) with an unsigned integer of `bytes` bytes: kernels that only move elements
