@@ -1,9 +1,10 @@
 """`estuary compare` against the framework itself, run in its own environment's Python by the
 compare package's runners: TensorFlow on a small Keras CNN (seeded random weights) saved as a
 SavedModel and as a frozen GraphDef, Paddle on a small CNN saved as a PIR program and as a
-legacy one. Each is clean in f32, the report's nodes are the framework's, and a planted fault
+legacy one, MindSpore on a small CNN exported to MindIR, whole and in the split form. Each is
+clean in f32, the report's nodes are the framework's, and a planted fault
 (tests/plugins/biased_tanh.cpp: the CPU's Tanh adds 0.05) is reported at the model's Tanh
-node. This test runs without either framework; the models are made in the frameworks'
+node. This test runs without any of the frameworks; the models are made in the frameworks'
 environments (environments.made) and cached."""
 import importlib.util
 import json
@@ -63,6 +64,15 @@ def run_cli(*args):
     environment = dict(os.environ, ESTUARY_PYTHON=sys.executable)
     return subprocess.run([os.environ["ESTUARY_CLI"], "compare", *map(str, args)], capture_output=True, text=True,
                           env=environment, timeout=600)
+
+
+def assert_drifts_first_and_alone(report):
+    """The JSON report's first node past the thresholds: no node before it is, and its inputs are
+    within them (the node itself drifts)."""
+    rows, first = report["nodes"], report["first_past_threshold"]
+    at = next(i for i, row in enumerate(rows) if row["value"] == first["value"])
+    assert all(row["past_threshold"] is None for row in rows[:at])
+    assert "the node itself drifts" in report["summary"]
 
 
 def assert_names_are_tensorflows(report):
@@ -138,10 +148,7 @@ def test_planted_fault_is_reported_at_the_tensorflow_node(saved, tmp_path):
                                             "Tanh"), first
     assert [entry["op"] for entry in first["inputs"]] == ["Mul"] and first["inputs"][0]["past_threshold"] is None
     assert first["max_abs"] == pytest.approx(0.05, rel=1e-3)
-    rows = report["nodes"]
-    at = next(i for i, row in enumerate(rows) if row["value"] == first["value"])
-    assert all(row["past_threshold"] is None for row in rows[:at])
-    assert "the node itself drifts" in report["summary"]
+    assert_drifts_first_and_alone(report)
     assert np.isfinite(first["cosine"])
 
 
@@ -228,7 +235,112 @@ def test_planted_fault_is_reported_at_the_paddle_node(paddle_saved, form, tmp_pa
     assert first["op"] == "tanh" and first["node"] == first["value"], first
     assert first["max_abs"] == pytest.approx(0.05, rel=1e-3)
     assert [entry["past_threshold"] for entry in first["inputs"]] == [None], first
-    rows = report["nodes"]
-    at = next(i for i, row in enumerate(rows) if row["value"] == first["value"])
-    assert all(row["past_threshold"] is None for row in rows[:at])
-    assert "the node itself drifts" in report["summary"]
+    assert_drifts_first_and_alone(report)
+
+
+# Run in MindSpore's environment: OUT_DIR/cnn.mindir, the same model in the split form large
+# models take (OUT_DIR/cnn_split_graph.mindir and its cnn_split_variables folder), and
+# OUT_DIR/nodes.json, {value name: op} of the main graph's primitive nodes as MindSpore's own
+# mind_ir_pb2 reads them. The planted tanh reads a product of two computed values, as the
+# Keras model's does.
+MINDSPORE_MODELS_SCRIPT = '''
+import json, os, sys
+import mindspore as ms
+import mindspore.nn as nn
+import mindspore.ops as ops
+import mindspore.train.serialization as serialization
+from mindspore import Tensor
+from mindspore.train import mind_ir_pb2
+
+
+class Planted(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, pad_mode="pad", padding=1, has_bias=True)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.mixer = nn.Conv2d(8, 8, 3, pad_mode="pad", padding=1, has_bias=True)
+        self.head = nn.Conv2d(8, 16, 3, pad_mode="pad", padding=1, has_bias=True)
+        self.fc = nn.Dense(16, 12)
+        self.logits = nn.Dense(12, 5)
+
+    def construct(self, x):
+        hidden = self.pool(ops.relu(self.stem(x)))
+        hidden = self.mixer(hidden)
+        hidden = hidden * ops.sigmoid(hidden)
+        hidden = ops.relu(self.head(hidden))
+        hidden = self.fc(hidden.mean((2, 3)))
+        return self.logits(ops.tanh(hidden * ops.sigmoid(hidden)))
+
+
+ms.set_seed(0)
+model = Planted()
+model.set_train(False)
+out = sys.argv[1]
+example = Tensor(shape=[None, 3, 16, 16], dtype=ms.float32)
+ms.export(model, example, file_name=os.path.join(out, "cnn"), file_format="MINDIR")
+saved, serialization.TOTAL_SAVE = serialization.TOTAL_SAVE, 0  # as if the parameters were over 1 GiB
+try:
+    ms.export(model, example, file_name=os.path.join(out, "cnn_split"), file_format="MINDIR")
+finally:
+    serialization.TOTAL_SAVE = saved
+exported = mind_ir_pb2.ModelProto()
+with open(os.path.join(out, "cnn.mindir"), "rb") as file:
+    exported.ParseFromString(file.read())
+primitives = {primitive.name: primitive.op_type for primitive in exported.primitives}
+nodes = {node.output[0]: primitives[node.op_type[len("REF::"):]] for node in exported.graph.node
+         if node.op_type.startswith("REF::") and node.op_type[len("REF::"):] in primitives}
+with open(os.path.join(out, "nodes.json"), "w") as file:
+    json.dump(nodes, file)
+'''
+MINDSPORE_SHAPES = {"x": [2, 3, 16, 16]}
+MINDSPORE_FILES = {"whole": "cnn.mindir", "split": "cnn_split_graph.mindir"}
+
+
+@pytest.fixture(scope="module")
+def mindspore_saved(tmp_path_factory):
+    script = tmp_path_factory.mktemp("script") / "compare_mindspore_models.py"
+    script.write_text(MINDSPORE_MODELS_SCRIPT)
+    return environments.made("mindspore", script)
+
+
+def mindspore_nodes(mindspore_saved):
+    return json.loads((mindspore_saved / "nodes.json").read_text())
+
+
+@pytest.mark.parametrize("form", ["whole", "split"])
+def test_mindir_is_clean_against_mindspore(mindspore_saved, form):
+    # The whole file's values go back a value at a time: a copy of the model compiled per value.
+    budget = {"memory_budget": 1} if form == "whole" else {}
+    report = compare.compare(mindspore_saved / MINDSPORE_FILES[form], reference="framework",
+                             input_shapes=MINDSPORE_SHAPES, **budget)
+    assert report.reference == "mindspore"
+    assert report.clean, report.table(0)
+    # stem's relu, the pool, mixer's bias add, the gate's sigmoid and product, head's relu, the
+    # mean, fc's bias add, its gate and product, the planted tanh and the logits.
+    assert len(report.compared) == 12, report.table(0)
+    nodes = mindspore_nodes(mindspore_saved)
+    for row in report.compared:  # each a node of MindSpore's graph, with its primitive
+        assert nodes.get(row.node) == row.op, row
+    logits = report.row_of(report.outputs[0])
+    assert logits.op == "BiasAdd" and logits.figures["max_rel"] < 1e-5, logits
+    assert not [path for path in mindspore_saved.iterdir() if path.name.startswith(".estuary_compare")]
+
+
+def test_auto_takes_mindspore_where_it_is_found(mindspore_saved):
+    report = compare.compare(mindspore_saved / "cnn.mindir", input_shapes=MINDSPORE_SHAPES)
+    assert report.reference == "mindspore" and report.clean
+
+
+def test_planted_fault_is_reported_at_the_mindspore_node(mindspore_saved, tmp_path):
+    report_path = tmp_path / "report.json"
+    result = run_cli(mindspore_saved / "cnn.mindir", "--plugin", PLUGIN, "--reference", "framework",
+                     "--input-shape", "x:2,3,16,16", "--json", report_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["reference"] == "mindspore"
+    first = report["first_past_threshold"]
+    (tanh,) = [name for name, op in mindspore_nodes(mindspore_saved).items() if op == "Tanh"]
+    assert (first["node"], first["op"], first["value"]) == (tanh, "Tanh", tanh), first
+    assert first["max_abs"] == pytest.approx(0.05, rel=1e-3)
+    assert [(entry["op"], entry["past_threshold"]) for entry in first["inputs"]] == [("Mul", None)], first
+    assert_drifts_first_and_alone(report)

@@ -36,10 +36,10 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
     inputs: {name: array}; inputs not given are drawn at random from `seed` (floats from a
         normal distribution, integers in [0, 10), booleans), at the shapes input_shapes fixes.
     reference: 'onnxruntime' (ONNX files), 'framework' (TensorFlow itself for a SavedModel or
-        frozen GraphDef, Paddle itself for a PIR or legacy inference program, in a Python of
-        its own), 'estuary-f64' (the model as translated, unoptimized, in f64 on the reference
-        device; any model), or 'auto': ONNX Runtime for an ONNX file, the framework for its
-        models when a Python with it is found, else estuary-f64.
+        frozen GraphDef, Paddle itself for a PIR or legacy inference program, MindSpore itself
+        for a MindIR, in a Python of its own), 'estuary-f64' (the model as translated,
+        unoptimized, in f64 on the reference device; any model), or 'auto': ONNX Runtime for an
+        ONNX file, the framework for its models when a Python with it is found, else estuary-f64.
     min_cosine, max_rel: a node past either is drifted; defaults depend on precision_mode.
     memory_budget: the most bytes of reference tensors held at once (ONNX Runtime's and the
         framework's batches).
@@ -71,8 +71,8 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
         raise ValueError(f"reference 'onnxruntime' takes an .onnx file; {model!r} is not one (use 'estuary-f64')")
     if reference == "framework":
         if not framework:
-            raise ValueError(f"reference 'framework' takes a TensorFlow model (a SavedModel, a frozen .pb) or a "
-                             f"Paddle program (inference.json, .pdmodel); "
+            raise ValueError(f"reference 'framework' takes a TensorFlow model (a SavedModel, a frozen .pb), a "
+                             f"Paddle program (inference.json, .pdmodel) or a MindIR (.mindir); "
                              f"{model!r} is not one (use 'estuary-f64')")
         framework_python = find_framework_python(framework, framework_python)
 

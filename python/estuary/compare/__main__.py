@@ -19,7 +19,8 @@ def parser(prog):
     p.add_argument("model", help="the model: an .onnx file, or anything `estuary convert` reads")
     p.add_argument("--reference", default="auto", choices=["auto", "onnxruntime", "framework", "estuary-f64"],
                    help="what to compare with: ONNX Runtime (ONNX files); the framework itself, in a Python of its "
-                        "own (TensorFlow SavedModels and frozen .pb, Paddle inference.json and .pdmodel programs); or "
+                        "own (TensorFlow SavedModels and frozen .pb, Paddle inference.json and .pdmodel programs, "
+                        "MindSpore .mindir); or "
                         "Estuary's own run of the model as translated, unoptimized, in f64 on the reference device "
                         "(any model). auto: ONNX Runtime for an ONNX file, the framework for its models when a Python "
                         "with it is found, else estuary-f64")

@@ -113,11 +113,12 @@ class OnnxRuntime:
 FRAMEWORKS = {
     "tensorflow": ("tensorflow", "_tensorflow_runner.py"),
     "paddle": ("paddle", "_paddle_runner.py"),
+    "mindspore": ("mindspore", "_mindspore_runner.py"),
 }
 
 
 def framework_of(path, load_kwargs):
-    """The framework among FRAMEWORKS whose model `path` is; None for others (ONNX, MindSpore, ...)."""
+    """The framework among FRAMEWORKS whose model `path` is; None for others (ONNX, ...)."""
     named = load_kwargs.get("framework")
     if named:
         return named if named in FRAMEWORKS else None
@@ -129,6 +130,8 @@ def framework_of(path, load_kwargs):
         return "tensorflow"
     if path.endswith(".pdmodel") or (path.endswith(".json") and _is_pir_program(path)):
         return "paddle"
+    if path.endswith(".mindir"):
+        return "mindspore"
     return None
 
 
