@@ -103,7 +103,7 @@ std::optional<double> constantScalar(const InferenceContext& context, size_t inp
   switch (tensor->dtype()) {
     case DType::F32: return tensor->data<float>()[0];
     case DType::F64: return tensor->data<double>()[0];
-    case DType::F16: return static_cast<float>(tensor->data<Float16>()[0]);
+    case DType::F16: return toFloat(tensor->data<Float16>()[0]);
     case DType::BF16: return toFloat(tensor->data<BFloat16>()[0]);
     default: return std::nullopt;
   }

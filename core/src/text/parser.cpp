@@ -829,7 +829,7 @@ class Parser {
           std::memcpy(out, &value, 4);
         } else {
           if (dtype == DType::F16) {
-            const Float16 half = static_cast<Float16>(value);
+            const Float16 half = toFloat16(value);
             std::memcpy(out, &half, 2);
           } else {
             const BFloat16 bfloat = toBFloat16(value);

@@ -125,14 +125,7 @@ void appendDouble(std::string& out, double value) { appendShortest(out, value); 
 void appendFloat(std::string& out, float value) { appendShortest(out, value); }
 
 void appendHalf(std::string& out, uint16_t bits) {
-  Float16 half;
-  std::memcpy(&half, &bits, sizeof half);
-  appendShortest16(out, static_cast<float>(half), bits, [](float value) {
-    const Float16 rounded = static_cast<Float16>(value);
-    uint16_t rounded_bits;
-    std::memcpy(&rounded_bits, &rounded, sizeof rounded_bits);
-    return rounded_bits;
-  });
+  appendShortest16(out, toFloat(Float16{bits}), bits, [](float value) { return toFloat16(value).bits; });
 }
 
 void appendBFloat16(std::string& out, uint16_t bits) {

@@ -193,7 +193,7 @@ bool isComputeFloat(DType dtype) { return dtype == DType::F32 || dtype == DType:
 float loadFloat(DType dtype, const void* data, int64_t i) {
   switch (dtype) {
     case DType::F32: return static_cast<const float*>(data)[i];
-    case DType::F16: return static_cast<float>(static_cast<const Float16*>(data)[i]);
+    case DType::F16: return toFloat(static_cast<const Float16*>(data)[i]);
     case DType::BF16: return toFloat(static_cast<const BFloat16*>(data)[i]);
     default: raise("not a 32- or 16-bit float: ", dtypeName(dtype));
   }
@@ -202,7 +202,7 @@ float loadFloat(DType dtype, const void* data, int64_t i) {
 void storeFloat(DType dtype, void* data, int64_t i, float value) {
   switch (dtype) {
     case DType::F32: static_cast<float*>(data)[i] = value; return;
-    case DType::F16: static_cast<Float16*>(data)[i] = static_cast<Float16>(value); return;
+    case DType::F16: static_cast<Float16*>(data)[i] = toFloat16(value); return;
     case DType::BF16: static_cast<BFloat16*>(data)[i] = toBFloat16(value); return;
     case DType::F64: static_cast<double*>(data)[i] = value; return;  // exact: every float is a double
     default: raise("not a float: ", dtypeName(dtype));

@@ -4,10 +4,11 @@
 
 namespace estuary::ge::cpu {
 
-// IEEE half: the core's Float16 (the compiler's _Float16).
-using Half = estuary::Float16;
 using estuary::BFloat16;
+using estuary::Float16;
 using estuary::toBFloat16;
 using estuary::toFloat;
+using estuary::toFloat16;
+using estuary::toFloatRoundToOdd;
 
 }  // namespace estuary::ge::cpu

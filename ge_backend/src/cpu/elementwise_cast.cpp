@@ -17,7 +17,7 @@ namespace {
 
 template <typename T>
 inline constexpr bool kIsFloatStorage =
-    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, HalfBits> || std::is_same_v<T, BFloat16>;
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
 // A float (f32 or f64) truncated toward zero into integer type To, saturating; NaN gives 0.
 template <typename To, typename F>
@@ -46,7 +46,7 @@ To convert(From x) {
     return Bool8{static_cast<uint8_t>(Element<From>::load(x) != 0)};
   } else if constexpr (std::is_same_v<From, Bool8>) {
     return convert<To>(static_cast<uint8_t>(x.value != 0));
-  } else if constexpr (std::is_same_v<To, HalfBits> || std::is_same_v<To, BFloat16>) {
+  } else if constexpr (std::is_same_v<To, Float16> || std::is_same_v<To, BFloat16>) {
     // Through an f32 that holds the value exactly or rounded to odd, then one rounding.
     float value;
     if constexpr (std::is_same_v<From, double>) {

@@ -20,15 +20,9 @@ namespace estuary::ge::cpu {
 // --- Element types -------------------------------------------------------------------------
 // Element<T>::Compute is what a kernel computes in: the kernel helpers' ElementTraits (f32
 // for the 16-bit floats, loaded exactly and rounded once to nearest even when stored), for
-// the element-wise kernels' own storage types of f16 (HalfBits) and bool (Bool8) too.
+// the element-wise kernels' own storage type of bool (Bool8) too.
 template <typename T>
 struct Element : ElementTraits<T> {};
-template <>
-struct Element<HalfBits> {
-  using Compute = float;
-  static float load(HalfBits x) { return vm::toFloat(x); }
-  static HalfBits store(float x) { return vm::toHalf(x); }
-};
 template <>
 struct Element<Bool8> {
   using Compute = bool;
@@ -40,14 +34,10 @@ template <typename T>
 using ComputeOf = typename Element<T>::Compute;
 
 // The type the element-wise loops store dtype D's elements as, for the dispatch tag of D: the
-// storage type, but for f16 (HalfBits) and bool (Bool8).
+// storage type, but Bool8 for bool, which computes in bool where u8 computes in integers.
 template <typename Tag>
 struct LoopStorageFor {
   using type = StorageOf<Tag>;
-};
-template <>
-struct LoopStorageFor<DTypeTag<DType::F16>> {
-  using type = HalfBits;
 };
 template <>
 struct LoopStorageFor<DTypeTag<DType::Bool>> {

@@ -111,7 +111,7 @@ class F32ComputeKernel final : public Kernel {
       } else if (operand.dtype == DType::F16 || operand.dtype == DType::BF16) {
         auto* converted = reinterpret_cast<float*>(scratch + operand.offset);
         if (args.inputs[i]) {
-          if (operand.dtype == DType::F16) widen<_Float16>(args.inputs[i], converted, operand.count, args.num_threads);
+          if (operand.dtype == DType::F16) widen<Float16>(args.inputs[i], converted, operand.count, args.num_threads);
           else widen<BFloat16>(args.inputs[i], converted, operand.count, args.num_threads);
         }
         inputs[i] = args.inputs[i] ? converted : nullptr;
@@ -128,7 +128,7 @@ class F32ComputeKernel final : public Kernel {
     for (size_t o = 0; o < outputs_.size(); ++o) {
       const Operand& operand = outputs_[o];
       const auto* result = reinterpret_cast<const float*>(scratch + operand.offset);
-      if (operand.dtype == DType::F16) narrow<_Float16>(result, args.outputs[o], operand.count, args.num_threads);
+      if (operand.dtype == DType::F16) narrow<Float16>(result, args.outputs[o], operand.count, args.num_threads);
       if (operand.dtype == DType::BF16) narrow<BFloat16>(result, args.outputs[o], operand.count, args.num_threads);
     }
   }
@@ -167,7 +167,7 @@ std::unique_ptr<Kernel> buildInF32(const KernelBuildContext& context, const NnFa
       if (constant) {
         constants.push_back(Tensor::allocate(DType::F32, constant->shape()));
         auto* values = static_cast<float*>(constants.back().mutableData());
-        if (operand.dtype == DType::F16) widen<_Float16>(constant->data(), values, operand.count, 1);
+        if (operand.dtype == DType::F16) widen<Float16>(constant->data(), values, operand.count, 1);
         else widen<BFloat16>(constant->data(), values, operand.count, 1);
         constant = &constants.back();
         operand.constant = constant->data();

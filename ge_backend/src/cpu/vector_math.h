@@ -1,5 +1,5 @@
 #pragma once
-// Element math the compiler vectorizes: storage types for f16/bf16/bool, their conversions,
+// Element math the compiler vectorizes: the storage type of bool, conversions of f16/bf16,
 // and f32 approximations of exp, log, tanh, erf, sin ... written without branches, calls or
 // float-to-int conversions, so that a loop calling them becomes SIMD code at -O3 -march=native.
 //
@@ -22,12 +22,6 @@
 namespace estuary::ge::cpu {
 
 // --- Storage types -------------------------------------------------------------------------
-// IEEE half as the element-wise kernels store it: its bits, converted with the bit operations
-// below. GCC 12 keeps loops that load or store the core's Float16 (_Float16) scalar, with its
-// own conversions or with these: an f16 Gelu, Add or Cast ran 2.2 to 2.6 times slower on it.
-struct HalfBits {
-  uint16_t bits;
-};
 // Estuary's bool: one byte, any nonzero value reads as true, kernels write 0 or 1.
 struct Bool8 {
   uint8_t value;
@@ -35,16 +29,8 @@ struct Bool8 {
 
 namespace vm {
 
-inline uint32_t bitsOf(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-inline float floatOf(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
+using estuary::float_bits::bitsOf;
+using estuary::float_bits::floatOf;
 inline uint64_t bitsOf(double x) {
   uint64_t bits;
   std::memcpy(&bits, &x, sizeof bits);
@@ -68,47 +54,12 @@ inline bool isNaN(float x) { return x != x; }
 
 // --- f16 / bf16 conversions ----------------------------------------------------------------
 
-inline float toFloat(HalfBits h) {
-  // Shifting the exponent and mantissa into place and scaling by 2^112 turns normal and
-  // subnormal halves into the right float; Inf/NaN get the full float exponent.
-  uint32_t magnitude = static_cast<uint32_t>(h.bits & 0x7FFFu) << 13;
-  float value = floatOf(magnitude) * 0x1p112f;
-  uint32_t bits = magnitude >= (0x7C00u << 13) ? magnitude | 0x7F800000u : bitsOf(value);
-  return floatOf(bits | (static_cast<uint32_t>(h.bits & 0x8000u) << 16));
-}
-
-// Round to nearest even; overflow gives Inf, NaN stays (quiet) NaN.
-inline HalfBits toHalf(float x) {
-  uint32_t bits = bitsOf(x);
-  uint32_t sign = (bits >> 16) & 0x8000u;
-  uint32_t magnitude = bits & 0x7FFFFFFFu;
-  // Below 2^-14 (half subnormals): adding 0.5 aligns the value so that the float adder's
-  // own rounding to nearest even rounds at the half's last subnormal bit.
-  uint32_t subnormal = bitsOf(floatOf(magnitude) + 0.5f) - bitsOf(0.5f);
-  // Normal: rebias the exponent and round the 13 dropped mantissa bits to nearest even.
-  uint32_t normal = (magnitude - ((127u - 15u) << 23) + 0xFFFu + ((magnitude >> 13) & 1u)) >> 13;
-  uint32_t result = magnitude < (113u << 23) ? subnormal : normal;
-  result = magnitude >= 0x477FF000u ? 0x7C00u : result;  // rounds to Inf (>= 65520)
-  result = magnitude > 0x7F800000u ? 0x7E00u : result;   // NaN
-  return HalfBits{static_cast<uint16_t>(result | sign)};
-}
-
 using cpu::toBFloat16;
 using cpu::toFloat;
+using cpu::toFloat16;
+using cpu::toFloatRoundToOdd;
 
-// Converting a double to f16/bf16 through f32 would round twice. Rounding to f32 "to odd"
-// (truncate, then set the last bit when anything was cut off) keeps the information the
-// second rounding needs, since f32 has more than two bits beyond f16's and bf16's.
-inline float toFloatRoundToOdd(double x) {
-  float nearest = static_cast<float>(x);
-  // Toward zero: step back one ulp when rounding went away from zero (not for Inf/NaN).
-  bool away = std::fabs(static_cast<double>(nearest)) > std::fabs(x);
-  uint32_t bits = bitsOf(nearest) - (away ? 1u : 0u);
-  bool inexact = static_cast<double>(floatOf(bits)) != x && x == x;
-  return floatOf(bits | (inexact ? 1u : 0u));
-}
-
-// The same for a 64-bit integer: keep its top 24 significant bits, OR-ing whatever lies
+// toFloatRoundToOdd for a 64-bit integer: keep its top 24 significant bits, OR-ing whatever lies
 // below into the last one, which f32 holds exactly.
 inline float toFloatRoundToOdd(int64_t x) {
   uint64_t magnitude = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);

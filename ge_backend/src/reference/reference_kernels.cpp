@@ -45,9 +45,9 @@ void storeDouble(DType dtype, void* data, int64_t i, double value) {
   dispatch(AllDTypes{}, dtype, [&](auto type) {
     using S = StorageOf<decltype(type)>;
     if constexpr (std::is_same_v<S, Float16>) {
-      static_cast<S*>(data)[i] = static_cast<Float16>(static_cast<float>(value));
+      static_cast<S*>(data)[i] = toFloat16(value);
     } else if constexpr (std::is_same_v<S, BFloat16>) {
-      static_cast<S*>(data)[i] = toBFloat16(static_cast<float>(value));
+      static_cast<S*>(data)[i] = toBFloat16(value);
     } else {
       static_cast<S*>(data)[i] = static_cast<S>(value);
     }

@@ -32,8 +32,8 @@ struct ElementTraits {
 template <>
 struct ElementTraits<Float16> {
   using Compute = float;
-  static float load(Float16 value) { return static_cast<float>(value); }
-  static Float16 store(float value) { return static_cast<Float16>(value); }
+  static float load(Float16 value) { return toFloat(value); }
+  static Float16 store(float value) { return toFloat16(value); }
 };
 template <>
 struct ElementTraits<BFloat16> {
@@ -160,7 +160,7 @@ inline int64_t elementAsInt(DType dtype, const void* data, int64_t i) {
     case DType::Bool: return static_cast<const uint8_t*>(data)[i];
     case DType::F32: return static_cast<int64_t>(static_cast<const float*>(data)[i]);
     case DType::F64: return static_cast<int64_t>(static_cast<const double*>(data)[i]);
-    case DType::F16: return static_cast<int64_t>(static_cast<float>(static_cast<const Float16*>(data)[i]));
+    case DType::F16: return static_cast<int64_t>(toFloat(static_cast<const Float16*>(data)[i]));
     case DType::BF16: return static_cast<int64_t>(toFloat(static_cast<const BFloat16*>(data)[i]));
     default: break;
   }
@@ -172,7 +172,7 @@ inline double elementAsDouble(DType dtype, const void* data, int64_t i) {
   switch (dtype) {
     case DType::F32: return static_cast<const float*>(data)[i];
     case DType::F64: return static_cast<const double*>(data)[i];
-    case DType::F16: return static_cast<float>(static_cast<const Float16*>(data)[i]);
+    case DType::F16: return toFloat(static_cast<const Float16*>(data)[i]);
     case DType::BF16: return toFloat(static_cast<const BFloat16*>(data)[i]);
     default: return static_cast<double>(elementAsInt(dtype, data, i));
   }
