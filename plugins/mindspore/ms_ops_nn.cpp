@@ -147,7 +147,10 @@ std::vector<int64_t> trailingDims(NodeContext& node, Value* x, int64_t axis) {
   return dims;
 }
 
-// LayerNorm (x, gamma, beta, begin_norm_axis, begin_params_axis, epsilon) -> (y, mean, rstd).
+// LayerNorm (x, gamma, beta, begin_norm_axis, begin_params_axis, epsilon) -> (y, mean,
+// variance). MindSpore's documentation has called the third result rstd since 2.3, but its
+// CPU kernel (2.10) returns the variance without epsilon, which is what a MindSpore run of
+// the model gives: that is what Estuary computes, as ReduceMean((x - mean)^2).
 Results layerNorm(NodeContext& node) {
   Value* x = requiredArg(node, 0, "x");
   const size_t rank = rankOf(node, x);
@@ -158,9 +161,18 @@ Results layerNorm(NodeContext& node) {
   auto shaped = [&](Value* value) {
     return normalized.size() == 1 ? value : node.emitValue("Reshape", {value, node.constantInts(normalized)});
   };
+  const size_t used = node.usedOutputs();
   Node* norm = node.emit("LayerNormalization", {x, shaped(requiredArg(node, 1, "gamma")), shaped(requiredArg(node, 2, "beta"))},
-                         {{"axis", axis}, {"epsilon", floatArg(node, 5, "epsilon")}}, node.usedOutputs() > 1 ? 3 : 1);
-  return norm->outputs();
+                         {{"axis", axis}, {"epsilon", floatArg(node, 5, "epsilon")}}, used > 1 ? 2 : 1);
+  Results results = norm->outputs();
+  if (used > 2) {
+    std::vector<int64_t> axes;
+    for (size_t d = static_cast<size_t>(axis); d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+    Value* centered = node.emitValue("Sub", {x, results[1]});
+    Value* squared = node.emitValue("Mul", {centered, centered});
+    results.push_back(node.emitValue("ReduceMean", {squared, node.constantInts(axes)}, {{"keepdims", int64_t{1}}}));
+  }
+  return results;
 }
 
 // RmsNorm (x, gamma, epsilon) -> (y, rstd): over the dims gamma covers.

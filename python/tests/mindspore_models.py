@@ -207,6 +207,21 @@ class Shapes(nn.Cell):
         return y.reshape(batch, -1) * float(width)
 
 
+class LayerNormStatistics(nn.Cell):
+    """All three results of ops.LayerNorm: MindSpore's CPU kernel returns the variance as the
+    third, though its documentation calls it rstd."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
+        self.gamma = Parameter(Tensor(np.linspace(0.5, 1.5, 24, dtype=np.float32)))
+        self.beta = Parameter(Tensor(np.linspace(-0.2, 0.2, 24, dtype=np.float32)))
+
+    def construct(self, x):
+        y, mean, variance = self.norm(x * 3.0, self.gamma, self.beta)
+        return (y + mean) * variance
+
+
 class Split(nn.Cell):
     """A small MLP, exported in the split form MindSpore uses for models over 1 GiB."""
 
@@ -235,6 +250,7 @@ def models(size):
         "control_flow": lambda: (ControlFlow(), [8]),
         "shapes": lambda: (Shapes(), [16, 8]),
         "split": lambda: (Split(), [32]),
+        "layer_norm_statistics": lambda: (LayerNormStatistics(), [5, 24]),
         "unsupported": lambda: (Unsupported(), [4]),
     }
 

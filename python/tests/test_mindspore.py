@@ -15,7 +15,8 @@ import environments
 import estuary
 
 SCRIPT = environments.ROOT / "python" / "tests" / "mindspore_models.py"
-MODELS = ["resnet50", "mobilenet_v2", "encoder", "decoder", "control_flow", "shapes", "split"]
+MODELS = ["resnet50", "mobilenet_v2", "encoder", "decoder", "control_flow", "shapes", "split",
+          "layer_norm_statistics"]
 
 
 @pytest.fixture(scope="module")
