@@ -21,7 +21,7 @@ const Command kCommands[] = {
     {"build", "build an IR file into an offline model (.eom) for this machine", runBuild},
     {"run", "run a model on inputs from .npy/.npz files, writing outputs to .npz", runRun},
     {"bench", "measure a model's latency and throughput on random inputs", runBench},
-    {"compare", "compare a model's results node by node with ONNX Runtime or an f64 reference run", runCompare},
+    {"compare", "compare a model's results node by node with ONNX Runtime, its framework or an f64 reference run", runCompare},
     {"serve", "serve a model over HTTP on Ray Serve (python -m estuary.serve)", runServe},
 };
 

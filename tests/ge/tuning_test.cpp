@@ -168,6 +168,52 @@ TEST_F(Tuning, TimesThePlanInEachActivationLayoutAndKeepsTheChoice) {
   EXPECT_EQ(loaded->report().kernels, model->report().kernels);
 }
 
+// B's rows 4 KiB apart (1024 floats): a copy with padded rows is one more tactic. Chosen
+// through the timing cache, so that the test does not depend on which one is faster here, it
+// computes what the plain weights compute.
+TEST_F(Tuning, WeightsWithRowsAPageApartGetAPaddedTactic) {
+  constexpr int64_t kRows = 8, kDepth4k = 32, kWidth4k = 1024;
+  std::ostringstream weights;
+  for (int64_t i = 0; i < kDepth4k * kWidth4k; ++i) weights << (i ? ", " : "") << ((i * 29) % 23) * 0.03125 - 0.34;
+  auto graph = parseGraph("graph @wide(%x: f32[8,32]) {\n"
+                          "  %w = Constant() {value = tensor<f32[32,1024]> [" + weights.str() + "]} : f32[32,1024]\n"
+                          "  %y = MatMul(%x, %w) : f32[8,1024]\n"
+                          "  return %y\n"
+                          "}\n");
+  auto outputOf = [&](const CompiledModel& built) {
+    std::vector<float> x(kRows * kDepth4k);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.07f * static_cast<float>(i));
+    auto context = built.createContext();
+    const HostTensor& y = context->run({HostTensor::of(TensorDesc::of(DType::F32, {kRows, kDepth4k}), x.data())})[0];
+    return std::vector<float>(static_cast<const float*>(y.data), static_cast<const float*>(y.data) + kRows * kWidth4k);
+  };
+  auto measured = CompiledModel::build(*graph, tuned());
+  ASSERT_EQ(measured->report().tuning.size(), 1u);
+  const std::string padded = "onednn:gemm:jit (B rows padded)";
+  EXPECT_NE(measured->report().tuning[0].find(padded + " "), std::string::npos) << measured->report().tuning[0];
+
+  // The cache's one record, with the padded tactic as its choice.
+  std::ifstream cache_in(path("timing.cache"));
+  std::string header, record;
+  std::getline(cache_in, header);
+  std::getline(cache_in, record);
+  cache_in.close();
+  const size_t first = record.find('\t'), second = record.find('\t', first + 1);
+  ASSERT_NE(second, std::string::npos) << record;
+  std::ofstream(path("timing.cache")) << header << "\n"
+                                      << record.substr(0, first + 1) << padded << record.substr(second) << "\n";
+  auto forced = CompiledModel::build(*graph, tuned());
+  ASSERT_EQ(forced->report().tuning.size(), 1u);
+  EXPECT_EQ(forced->report().tuning[0].find("): " + padded + " (from the timing cache"),
+            forced->report().tuning[0].find("): "))
+      << forced->report().tuning[0];
+
+  BuildOptions untuned;
+  untuned.num_threads = 1;
+  const std::vector<float> expected = outputOf(*CompiledModel::build(*graph, untuned)), got = outputOf(*forced);
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4f) << i;
+}
+
 TEST_F(Tuning, ASpentBudgetLeavesTheChoiceToTheRules) {
   BuildOptions options = tuned();
   options.tuning_budget_seconds = 0;

@@ -52,10 +52,31 @@ std::vector<dnnl::matmul::primitive_desc> matmulImplementations(const dnnl::matm
   return implementations;
 }
 
+// Plain row-major weights whose rows are a multiple of 4 KiB apart, as a layout with each row
+// padded by a cache line; nullopt for others. A BLAS kernel that reads B down its columns
+// touches addresses a multiple of 4 KiB apart, which share cache sets: oneDNN 2.6's gemm:jit
+// takes 21.9 ms for 128x768 by 768x3072 with B's rows 12 KiB apart and 17.3 ms with them
+// 12 KiB + 64 bytes apart (1 thread, Zen 1; 11.2 against 9.4 ms at 2 threads). The padded
+// copy is made once, at build; the tuner measures it beside the plain one.
+std::optional<dnnl::memory::desc> paddedRows(const dnnl::memory::desc& weights) {
+  constexpr int64_t kPageBytes = 4096, kLineBytes = 64;
+  const dnnl::memory::dims dims = weights.dims();
+  const int64_t element = static_cast<int64_t>(dnnl::memory::data_type_size(weights.data_type()));
+  if (dims.size() < 2 || weights != dnnl::memory::desc(dims, weights.data_type(), stridesOf(dims))) return std::nullopt;
+  const int64_t row = dims.back() * element;
+  if (row % kPageBytes != 0) return std::nullopt;
+  dnnl::memory::dims strides(dims.size());
+  strides.back() = 1;
+  strides[dims.size() - 2] = (row + kLineBytes) / element;
+  for (size_t d = dims.size() - 2; d-- > 0;) strides[d] = strides[d + 1] * dims[d + 1];
+  return dnnl::memory::desc(dims, weights.data_type(), strides);
+}
+
 // A oneDNN matmul of src x weights -> dst with optional bias and post-ops, one tactic per
 // implementation oneDNN has for it (none when it has none). `weights` comes from input 1
 // unless `constant_weights` is given: then it is pre-packed if an implementation wants
-// another format than `weights`.
+// another format than `weights`, and the implementations for B with padded rows
+// (paddedRows) are tactics too.
 std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context, const std::string& label,
                                               const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
                                               const dnnl::memory::desc& dst, const void* constant_weights,
@@ -65,16 +86,23 @@ std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context,
   dnnl::primitive_attr attr = scratchpadAttr();
   attr.set_post_ops(post_ops);
   if (output_scale != 1.f) attr.set_output_scales(0, {output_scale});
-  dnnl::memory::desc weights_request =
+  std::vector<dnnl::memory::desc> weights_requests{
       constant_weights ? dnnl::memory::desc(weights.dims(), weights.data_type(), dnnl::memory::format_tag::any)
-                       : weights;
+                       : weights};
+  if (constant_weights) {
+    if (std::optional<dnnl::memory::desc> padded = paddedRows(weights)) weights_requests.push_back(*padded);
+  }
   std::vector<dnnl::matmul::primitive_desc> implementations;
-  try {
-    dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(src, weights_request, bias->desc, dst)
-                                   : dnnl::matmul::desc(src, weights_request, dst);
-    implementations = matmulImplementations(dnnl::matmul::primitive_desc(desc, attr, engine));
-  } catch (const dnnl::error&) {
-    return {};
+  for (const dnnl::memory::desc& weights_request : weights_requests) {
+    try {
+      dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(src, weights_request, bias->desc, dst)
+                                     : dnnl::matmul::desc(src, weights_request, dst);
+      for (dnnl::matmul::primitive_desc& pd : matmulImplementations(dnnl::matmul::primitive_desc(desc, attr, engine))) {
+        implementations.push_back(std::move(pd));
+      }
+    } catch (const dnnl::error&) {
+      if (implementations.empty()) return {};
+    }
   }
   std::vector<KernelTactic> tactics;
   for (const dnnl::matmul::primitive_desc& pd : implementations) {
@@ -98,7 +126,8 @@ std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context,
       return std::make_unique<PackedOnednnKernel>("onednn:" + label + " " + implName(pd), engine, dnnl::matmul(pd),
                                                   pd.scratchpad_desc().get_size(), std::move(args), std::move(owned));
     };
-    tactics.push_back({"onednn:" + implName(pd), std::move(make)});
+    const bool padded = pd.weights_desc().get_size() > weights.get_size();
+    tactics.push_back({"onednn:" + implName(pd) + (padded ? " (B rows padded)" : ""), std::move(make)});
   }
   return tactics;
 }
