@@ -87,7 +87,7 @@ template <> struct StorageFor<DType::U8> { using type = uint8_t; };
 template <> struct StorageFor<DType::Bool> { using type = uint8_t; };
 
 // A dtype known at compile time, as dispatch hands it to a kernel template. Kernels that keep
-// an element type of their own for a dtype (the element-wise loops' f16 and bool) map the
+// an element type of their own for a dtype (the element-wise loops' Bool8 for bool) map the
 // tag, not the storage type, since u8 and bool share uint8_t.
 template <DType D>
 struct DTypeTag {
