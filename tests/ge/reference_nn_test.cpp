@@ -458,8 +458,6 @@ TEST(ReferenceNnGemm, MatchesCpuOnRandomInputs) {
   uint32_t seed = 500;
   for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64}) {
     for (const Case& c : cases) {
-      // Integer Gemm with a fractional alpha or beta: see ReferenceNnGemm.HandWorkedCases.
-      if (!isFloatingPoint(dtype) && (c.alpha != std::trunc(c.alpha) || c.beta != std::trunc(c.beta))) continue;
       std::vector<TestTensor> inputs{inputOf(dtype, c.trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, seed),
                                      inputOf(dtype, c.trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, seed + 1)};
       if (!c.c.empty()) inputs.push_back(inputOf(dtype, c.c, seed + 2));

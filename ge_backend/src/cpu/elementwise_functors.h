@@ -346,7 +346,11 @@ struct Mod {
 template <typename T, typename E>
 struct Pow {
   T operator()(T x, E y) const {
-    if constexpr (kIsFloat<T>) {
+    if constexpr (kIsFloat<T> && kIsFloat<E> && sizeof(E) > sizeof(T)) {
+      // A wider exponent (an f64 one on an f32 base) is not rounded to the base's type first:
+      // the power is computed in the wider type and rounded once, as NumPy's promotion does.
+      return static_cast<T>(std::pow(static_cast<E>(x), y));
+    } else if constexpr (kIsFloat<T>) {
       return std::pow(x, static_cast<T>(y));
     } else if constexpr (kIsFloat<E>) {
       // Integer base, float exponent: the real power truncated toward zero, saturated.

@@ -255,6 +255,12 @@ class OwnGemmKernel final : public Kernel {
                       trans_b_ ? k_ : 1, y, args.num_threads);
     if (alpha_ == 1.0 && !has_c_) return;
     const T* c = has_c_ ? static_cast<const T*>(args.inputs[2]) : nullptr;
+    // Integers with a fractional alpha or beta: the integer product scaled in double and
+    // truncated toward zero, as ONNX's reference computes it (the reference device too);
+    // rounding alpha or beta to an integer first would make alpha = 0.5 a zero result.
+    if constexpr (std::is_integral_v<T>) {
+      if (alpha_ != std::trunc(alpha_) || beta_ != std::trunc(beta_)) return scaleInDouble(y, c, args.num_threads);
+    }
     const T alpha = static_cast<T>(alpha_), beta = static_cast<T>(beta_);
     ge::parallelFor(m_, static_cast<double>(n_), args.num_threads, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) {
@@ -271,6 +277,19 @@ class OwnGemmKernel final : public Kernel {
   std::string name() const override { return "cpu:gemm"; }
 
  private:
+  void scaleInDouble(T* y, const T* c, int threads) const {
+    ge::parallelFor(m_, static_cast<double>(n_), threads, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        T* row = y + i * n_;
+        const T* c_row = c ? c + i * c_row_stride_ : nullptr;
+        for (int64_t j = 0; j < n_; ++j) {
+          const double term = c_row ? beta_ * static_cast<double>(c_row[j * c_col_stride_]) : 0.0;
+          row[j] = static_cast<T>(alpha_ * static_cast<double>(row[j]) + term);
+        }
+      }
+    });
+  }
+
   int64_t m_, n_, k_;
   bool trans_a_, trans_b_;
   double alpha_, beta_;
