@@ -144,6 +144,19 @@ TEST(DataPropagation, CastSqueezeSizeAndReduceProd) {
   EXPECT_EQ(g.apply("Reshape", {x, target})->type().str(), "f32[batch,12]");
 }
 
+// Reduced over no axis (noop_with_empty_axes), each element stays as it is only for the ops
+// whose one-element reduction is the element: ReduceL1 of -3 is 3, not -3.
+TEST(DataPropagation, NoopReductionsKeepValuesOnlyWhereTheyAreTheIdentity) {
+  OpsGraph g;
+  Value* values = g.ints({-3, 4});
+  for (const char* op : {"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean"}) {
+    EXPECT_EQ(g.values(g.apply(op, {values}, {{"noop_with_empty_axes", 1}})), "[-3, 4]") << op;
+  }
+  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare"}) {
+    EXPECT_EQ(g.values(g.apply(op, {values}, {{"noop_with_empty_axes", 1}})), "unknown") << op;
+  }
+}
+
 TEST(DataPropagation, EqualAndWhereSelectKnownSizes) {
   // torch.onnx's expand(-1, ...) pattern: Where(Equal(shape, -1), ones, shape).
   OpsGraph g;

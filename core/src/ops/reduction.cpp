@@ -1,5 +1,6 @@
 // Reductions (axes as an input, keepdims, noop_with_empty_axes) and ArgMax/ArgMin.
 #include <functional>
+#include <string_view>
 
 #include "ops/common.h"
 #include "ops/register.h"
@@ -9,7 +10,9 @@ namespace {
 
 using Fold = std::function<SymInt(const SymInt&, const SymInt&)>;
 
-void inferReduce(InferenceContext& context, const Fold& fold) {
+// `noop_keeps_values`: reduced over no axis, each element alone is left as it is (Sum, Prod,
+// Max, Min, Mean), not made |x|, x^2 or log x (L1, L2, SumSquare, LogSum).
+void inferReduce(InferenceContext& context, const Fold& fold, bool noop_keeps_values) {
   checkRank(context, 1, 1, 1);
   const Shape& x = context.inputShape(0);
   if (!x.isRanked()) return;
@@ -24,6 +27,7 @@ void inferReduce(InferenceContext& context, const Fold& fold) {
   std::vector<bool> reduced(x.rank(), axes->empty());
   if (axes->empty() && context.intAttr("noop_with_empty_axes") != 0) {
     context.setOutputShape(0, x);
+    if (!noop_keeps_values) return;
     if (auto values = context.knownValues(0)) context.setOutputValues(0, std::move(*values));
     return;
   }
@@ -65,7 +69,8 @@ OpSchema reduction(const char* op_type, std::vector<DType> types, Fold fold) {
       .attr("keepdims", AttrKind::Int, 1)
       .attr("noop_with_empty_axes", AttrKind::Int, 0)
       .typeConstraint("T", std::move(types));
-  schema.inference([fold](InferenceContext& context) { inferReduce(context, fold); });
+  const bool noop_keeps_values = fold || std::string_view(op_type) == "ReduceMean";
+  schema.inference([fold, noop_keeps_values](InferenceContext& context) { inferReduce(context, fold, noop_keeps_values); });
   return schema;
 }
 
