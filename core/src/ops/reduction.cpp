@@ -1,6 +1,5 @@
 // Reductions (axes as an input, keepdims, noop_with_empty_axes) and ArgMax/ArgMin.
 #include <functional>
-#include <string_view>
 
 #include "ops/common.h"
 #include "ops/register.h"
@@ -61,7 +60,7 @@ SymInt minOf(const SymInt& a, const SymInt& b) {
   return a.intValue() <= b.intValue() ? a : b;
 }
 
-OpSchema reduction(const char* op_type, std::vector<DType> types, Fold fold) {
+OpSchema reduction(const char* op_type, std::vector<DType> types, Fold fold, bool noop_keeps_values) {
   OpSchema schema(op_type);
   schema.input("data", "T")
       .input("axes", "i64", Arity::Optional)
@@ -69,7 +68,6 @@ OpSchema reduction(const char* op_type, std::vector<DType> types, Fold fold) {
       .attr("keepdims", AttrKind::Int, 1)
       .attr("noop_with_empty_axes", AttrKind::Int, 0)
       .typeConstraint("T", std::move(types));
-  const bool noop_keeps_values = fold || std::string_view(op_type) == "ReduceMean";
   schema.inference([fold, noop_keeps_values](InferenceContext& context) { inferReduce(context, fold, noop_keeps_values); });
   return schema;
 }
@@ -93,15 +91,16 @@ void registerReductionOps(OpRegistry& registry) {
   const std::vector<DType> wide = floatAndWideIntTypes();
   std::vector<DType> ordered = wide;  // ReduceMax/Min also take bytes and bool
   for (DType type : {DType::I8, DType::U8, DType::Bool}) ordered.push_back(type);
-  registry.add(reduction("ReduceSum", wide, std::plus<SymInt>()));
-  registry.add(reduction("ReduceProd", wide, std::multiplies<SymInt>()));
-  registry.add(reduction("ReduceMax", ordered, maxOf));
-  registry.add(reduction("ReduceMin", ordered, minOf));
-  for (const char* op : {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare"}) {
-    registry.add(reduction(op, wide, nullptr));
+  registry.add(reduction("ReduceSum", wide, std::plus<SymInt>(), true));
+  registry.add(reduction("ReduceProd", wide, std::multiplies<SymInt>(), true));
+  registry.add(reduction("ReduceMax", ordered, maxOf, true));
+  registry.add(reduction("ReduceMin", ordered, minOf, true));
+  registry.add(reduction("ReduceMean", wide, nullptr, true));
+  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare"}) {
+    registry.add(reduction(op, wide, nullptr, false));
   }
   for (const char* op : {"ReduceLogSum", "ReduceLogSumExp"}) {
-    registry.add(reduction(op, floatTypes(), nullptr));
+    registry.add(reduction(op, floatTypes(), nullptr, false));
   }
   for (const char* op : {"ArgMax", "ArgMin"}) {
     registry.add(OpSchema(op)
