@@ -190,6 +190,31 @@ TEST(GemmKernels, FewRowsRunOnTheGemvKernelWithAlphaAndC) {
   expectNear(result.outputs[0], expected, toleranceFor(DType::F32, 300), 1e-6, "Gemm alpha = 0.5, transB, C");
 }
 
+// Column blocks (cpu/column_blocks.h) on B as an input, as a constant, and read transposed
+// (Gemm's transB, with C as the bias): the same results as one primitive on one thread.
+TEST(MatMulKernels, ColumnBlocksMatchOnePrimitive) {
+  TestTensor a = inputFor(DType::F32, {32, 256}, 1), b = inputFor(DType::F32, {256, 200}, 2);
+  TestTensor bt = inputFor(DType::F32, {200, 256}, 3), c = inputFor(DType::F32, {200}, 4);
+  const std::string input_b = "graph @g(%a: f32[32,256], %b: f32[256,200]) {\n"
+                              "  %y = MatMul(%a, %b) : f32[32,200]\n  return %y\n}";
+  const std::string constant_b = "graph @g(%a: f32[32,256]) {\n" + constantLine("b", b) +
+                                 "  %y = MatMul(%a, %b) : f32[32,200]\n  return %y\n}";
+  const std::string gemm = "graph @g(%a: f32[32,256]) {\n" + constantLine("b", bt) + constantLine("c", c) +
+                           "  %y = Gemm(%a, %b, %c) {transB = 1} : f32[32,200]\n  return %y\n}";
+  for (const auto& [text, inputs] : {std::pair{input_b, std::vector<TestTensor>{a, b}},
+                                     std::pair{constant_b, std::vector<TestTensor>{a}},
+                                     std::pair{gemm, std::vector<TestTensor>{a}}}) {
+    auto inBlocks = [](const RunResult& result) {
+      return std::any_of(result.kernels.begin(), result.kernels.end(),
+                         [](const std::string& line) { return line.find(" in 2 column blocks") != std::string::npos; });
+    };
+    RunResult blocks = runGraph(text, inputs, 2), whole = runGraph(text, inputs, 1);
+    EXPECT_TRUE(inBlocks(blocks)) << blocks.kernels[0];
+    EXPECT_FALSE(inBlocks(whole)) << whole.kernels[0];
+    expectNear(blocks.outputs[0], whole.outputs[0].values, 1e-5, 1e-6, text);
+  }
+}
+
 // bf16 products run on AMX tiles where the CPU has them; f16, which
 // oneDNN 2.6 cannot compute here, is converted to f32 around the f32 primitive.
 TEST(MatMulKernels, SixteenBitTypesUseTheBestOnednnPath) {
@@ -518,14 +543,24 @@ std::vector<double> runWithEpilogue(const std::string& graph_text, const std::ve
   return values;
 }
 
-// On oneDNN (six rows of A) and on the own GEMV kernel (two rows, f32).
+// On oneDNN (six rows of A), on the own GEMV kernel (one row, f32), and on oneDNN in blocks
+// of output columns on Estuary's threads (cpu/column_blocks.h) for a product worth several
+// threads: 200 columns make blocks of 112 and 88, so the bias, the residual and B are each
+// read at an offset.
 TEST(MatMulEpilogues, BiasActivationResidualAndScale) {
-  for (auto [dtype, rows] : {std::pair{DType::F32, 6}, std::pair{DType::BF16, 6}, std::pair{DType::F32, 1}}) {
-    const std::string t = dtypeText(dtype);
-    const std::vector<int64_t> out_dims{2, rows, 10};
-    TestTensor a = inputFor(dtype, {2, rows, 16}, 1), b = inputFor(dtype, {16, 10}, 2);
-    TestTensor bias = inputFor(dtype, {10}, 3), residual = inputFor(dtype, out_dims, 4);
-    TestTensor product = referenceMatMul(a, b, dtype);
+  struct Case {
+    DType dtype;
+    int64_t rows, k, n;
+    const char* kernel;
+  };
+  for (const Case& c : {Case{DType::F32, 6, 16, 10, "onednn:matmul"}, Case{DType::BF16, 6, 16, 10, "onednn:matmul"},
+                        Case{DType::F32, 1, 16, 10, "cpu:gemv"},
+                        Case{DType::F32, 24, 256, 200, "onednn:matmul gemm:jit in 2 column blocks"}}) {
+    const std::string t = dtypeText(c.dtype);
+    const std::vector<int64_t> out_dims{2, c.rows, c.n};
+    TestTensor a = inputFor(c.dtype, {2, c.rows, c.k}, 1), b = inputFor(c.dtype, {c.k, c.n}, 2);
+    TestTensor bias = inputFor(c.dtype, {c.n}, 3), residual = inputFor(c.dtype, out_dims, 4);
+    TestTensor product = referenceMatMul(a, b, c.dtype);
     std::string text = "graph @g(%a: " + a.type() + ", %b: " + b.type() + ") {\n  %y = MatMul(%a, %b) : " + t +
                        dimsText(out_dims) + "\n  return %y\n}";
     cpu::Epilogue epilogue;
@@ -534,14 +569,14 @@ TEST(MatMulEpilogues, BiasActivationResidualAndScale) {
                       cpu::EpilogueStep::residual(3), cpu::EpilogueStep::scale(0.5f)};
     std::vector<double> expected(product.values.size());
     for (size_t i = 0; i < expected.size(); ++i) {
-      double v = product.values[i] + bias.values[i % 10];
+      double v = product.values[i] + bias.values[i % c.n];
       v = v > 0 ? v : 0.1 * v;
       expected[i] = 0.5 * (v + residual.values[i]);
     }
     std::string name;
     std::vector<double> actual = runWithEpilogue(text, {a, b, bias, residual}, epilogue, false, &name);
-    EXPECT_NE(name.find(rows == 6 ? "onednn:matmul" : "cpu:gemv"), std::string::npos) << name;
-    expectNear(TestTensor{dtype, out_dims, actual}, expected, toleranceFor(dtype, 16), 1e-5,
+    EXPECT_EQ(name.rfind(c.kernel, 0), 0u) << name;
+    expectNear(TestTensor{c.dtype, out_dims, actual}, expected, toleranceFor(c.dtype, c.k), 1e-5,
                "MatMul " + t + " " + dimsText(a.dims) + " + bias + leaky relu + residual + scale");
   }
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cpu/column_blocks.h"
 #include "cpu/gemv.h"
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
@@ -104,10 +105,15 @@ std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context,
       if (implementations.empty()) return {};
     }
   }
+  // Each implementation in blocks of columns on Estuary's threads (column_blocks.h), when the
+  // product is worth several threads, and as one primitive on oneDNN's.
+  const int blocks = threadsForWork(context);
   std::vector<KernelTactic> tactics;
   for (const dnnl::matmul::primitive_desc& pd : implementations) {
-    auto make = [&context, label, src, weights, dst, constant_weights, bias, extra_args, engine,
-                 pd]() -> std::unique_ptr<Kernel> {
+    const bool padded = pd.weights_desc().get_size() > weights.get_size();
+    const std::string tactic = "onednn:" + implName(pd) + (padded ? " (B rows padded)" : "");
+    auto make = [&context, label, src, weights, dst, constant_weights, bias, extra_args, engine, pd,
+                 blocks](bool in_blocks) -> std::unique_ptr<Kernel> {
       std::vector<OnednnArg> args{{DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src},
                                   {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
                                   {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}};
@@ -123,11 +129,15 @@ std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context,
       }
       if (bias) args.push_back(*bias);
       for (const OnednnArg& arg : extra_args) args.push_back(arg);
-      return std::make_unique<PackedOnednnKernel>("onednn:" + label + " " + implName(pd), engine, dnnl::matmul(pd),
-                                                  pd.scratchpad_desc().get_size(), std::move(args), std::move(owned));
+      const std::string name = "onednn:" + label + " " + implName(pd);
+      if (in_blocks) {
+        return makeColumnBlockMatmul(engine, name, pd, args, std::move(owned), blocks);
+      }
+      return std::make_unique<PackedOnednnKernel>(name, engine, dnnl::matmul(pd), pd.scratchpad_desc().get_size(),
+                                                  std::move(args), std::move(owned));
     };
-    const bool padded = pd.weights_desc().get_size() > weights.get_size();
-    tactics.push_back({"onednn:" + implName(pd) + (padded ? " (B rows padded)" : ""), std::move(make)});
+    if (blocks > 1) tactics.push_back({tactic + " in column blocks", [make] { return make(true); }});
+    tactics.push_back({tactic, [make] { return make(false); }});
   }
   return tactics;
 }

@@ -40,13 +40,14 @@ void OnednnKernel::run(const KernelArgs& args, KernelState* raw_state) const {
   auto* state = static_cast<OnednnState*>(raw_state);
   for (size_t i = 0; i < args_.size(); ++i) {
     const OnednnArg& arg = args_[i];
-    void* data = nullptr;
+    std::byte* data = nullptr;
     switch (arg.source) {
-      case OnednnArg::Source::Input: data = const_cast<void*>(args.inputs[arg.index]); break;
-      case OnednnArg::Source::Output: data = args.outputs[arg.index]; break;
-      case OnednnArg::Source::Scratchpad: data = args.scratch; break;
+      case OnednnArg::Source::Input: data = static_cast<std::byte*>(const_cast<void*>(args.inputs[arg.index])); break;
+      case OnednnArg::Source::Output: data = static_cast<std::byte*>(args.outputs[arg.index]); break;
+      case OnednnArg::Source::Scratchpad: data = static_cast<std::byte*>(args.scratch); break;
       case OnednnArg::Source::Constant: continue;
     }
+    if (data) data += arg.offset;
     if (data == state->handles[i]) continue;
     dnnl_memory_set_data_handle(state->exec_args[i].memory, data);
     state->handles[i] = data;

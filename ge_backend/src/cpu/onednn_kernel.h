@@ -31,6 +31,7 @@ struct OnednnArg {
   size_t index = 0;          // which input or output
   dnnl::memory::desc desc;
   const void* constant = nullptr;  // Source::Constant: pre-packed data owned by the kernel
+  size_t offset = 0;               // bytes into an Input, Output or the Scratchpad (a block of it)
 };
 
 class OnednnKernel : public Kernel {
