@@ -190,18 +190,23 @@ TEST(GemmKernels, FewRowsRunOnTheGemvKernelWithAlphaAndC) {
   expectNear(result.outputs[0], expected, toleranceFor(DType::F32, 300), 1e-6, "Gemm alpha = 0.5, transB, C");
 }
 
-// Column blocks (cpu/column_blocks.h) on B as an input, as a constant, and read transposed
-// (Gemm's transB, with C as the bias): the same results as one primitive on one thread.
+// Column blocks (cpu/column_blocks.h) on B as an input, as an input read transposed (a
+// Transpose folded into the product), as a constant, and as a transposed constant (Gemm's
+// transB, with C as the bias): the same results as one primitive on one thread.
 TEST(MatMulKernels, ColumnBlocksMatchOnePrimitive) {
   TestTensor a = inputFor(DType::F32, {32, 256}, 1), b = inputFor(DType::F32, {256, 200}, 2);
   TestTensor bt = inputFor(DType::F32, {200, 256}, 3), c = inputFor(DType::F32, {200}, 4);
   const std::string input_b = "graph @g(%a: f32[32,256], %b: f32[256,200]) {\n"
                               "  %y = MatMul(%a, %b) : f32[32,200]\n  return %y\n}";
+  const std::string transposed_b = "graph @g(%a: f32[32,256], %w: f32[200,256]) {\n"
+                                   "  %b = Transpose(%w) {perm = [1, 0]} : f32[256,200]\n"
+                                   "  %y = MatMul(%a, %b) : f32[32,200]\n  return %y\n}";
   const std::string constant_b = "graph @g(%a: f32[32,256]) {\n" + constantLine("b", b) +
                                  "  %y = MatMul(%a, %b) : f32[32,200]\n  return %y\n}";
   const std::string gemm = "graph @g(%a: f32[32,256]) {\n" + constantLine("b", bt) + constantLine("c", c) +
                            "  %y = Gemm(%a, %b, %c) {transB = 1} : f32[32,200]\n  return %y\n}";
   for (const auto& [text, inputs] : {std::pair{input_b, std::vector<TestTensor>{a, b}},
+                                     std::pair{transposed_b, std::vector<TestTensor>{a, bt}},
                                      std::pair{constant_b, std::vector<TestTensor>{a}},
                                      std::pair{gemm, std::vector<TestTensor>{a}}}) {
     auto inBlocks = [](const RunResult& result) {
