@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "cpu/nn_support.h"
 #include "worker_pool.h"
 
 namespace estuary::ge::cpu {
@@ -115,7 +116,7 @@ std::unique_ptr<Kernel> makeColumnBlockMatmul(const dnnl::engine& engine, const 
                                               std::vector<std::vector<std::byte>> owned, int blocks) {
   const dnnl::memory::desc whole_dst = whole.dst_desc();
   const int64_t n = whole_dst.dims().back();
-  const int64_t width = ((n + blocks - 1) / blocks + kColumnAlignment - 1) / kColumnAlignment * kColumnAlignment;
+  const int64_t width = roundUp((n + blocks - 1) / blocks, kColumnAlignment);
   if (blocks < 2 || width >= n) return nullptr;
   for (const OnednnArg& arg : args) {
     if (arg.dnnl_arg != DNNL_ARG_SCRATCHPAD && !isPlain(arg.desc)) return nullptr;
@@ -124,6 +125,7 @@ std::unique_ptr<Kernel> makeColumnBlockMatmul(const dnnl::engine& engine, const 
   int scale_mask = 0;
   std::vector<float> scales;
   whole_attr.get_output_scales(scale_mask, scales);
+  const dnnl::post_ops whole_post_ops = whole_attr.get_post_ops();
   if (scale_mask != 0) return nullptr;  // per-column scales would need their share too
   const std::string implementation = implName(whole);
   auto find = [&](int dnnl_arg) -> const OnednnArg* {
@@ -141,7 +143,7 @@ std::unique_ptr<Kernel> makeColumnBlockMatmul(const dnnl::engine& engine, const 
   size_t scratch_bytes = 0;
   for (int64_t first = 0; first < n; first += width) {
     const int64_t columns = std::min(width, n - first);
-    std::optional<dnnl::post_ops> post_ops = blockPostOps(whole_attr.get_post_ops(), n, columns);
+    std::optional<dnnl::post_ops> post_ops = blockPostOps(whole_post_ops, n, columns);
     if (!post_ops) return nullptr;
     dnnl::primitive_attr attr = scratchpadAttr();
     attr.set_post_ops(*post_ops);
@@ -172,7 +174,7 @@ std::unique_ptr<Kernel> makeColumnBlockMatmul(const dnnl::engine& engine, const 
       if (arg.dnnl_arg == DNNL_ARG_SCRATCHPAD) {
         block.desc = made->scratchpad_desc();
         block.offset = scratch_bytes;
-        scratch_bytes += (block.desc.get_size() + 63) / 64 * 64;
+        scratch_bytes += static_cast<size_t>(roundUp(static_cast<int64_t>(block.desc.get_size()), 64));
       } else if (spansColumns(arg.dnnl_arg, arg.desc, n)) {
         block.desc = columnsOf(arg.desc, columns);
         const size_t offset = columnOffsetBytes(arg.desc, first);
