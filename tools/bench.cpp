@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -171,6 +172,7 @@ int runBench(const std::vector<std::string>& argv) {
           {"seed", "N", "seed of the random inputs", "0"},
           {"profile", "", "after the timed runs, time every step of as many more runs and print where\n"
                           "the time goes: per op and kernel, then the slowest nodes", ""},
+          {"profile-steps", "N", "with --profile: how many of the slowest nodes to list; 0 lists every node", "15"},
       });
   args.addOptions(limitOptionDecls());
   if (!args.parse(argv)) return 0;
@@ -178,6 +180,7 @@ int runBench(const std::vector<std::string>& argv) {
   const std::string& path = args.positionals()[0];
   const int64_t batch = integerOption("bench", "batch", args.value("batch"), 0, 1);
   const int64_t warmup = integerOption("bench", "warmup", args.value("warmup"), 10, 0);
+  const int64_t profile_steps = integerOption("bench", "profile-steps", args.value("profile-steps"), 15, 0);
   const int64_t iterations = integerOption("bench", "iterations", args.value("iterations"), 100, 1);
   const int64_t seed = integerOption("bench", "seed", args.value("seed"), 0, 0);
   // The shapes are the runs' shapes: an IR file is built with its symbolic dims kept.
@@ -241,7 +244,8 @@ int runBench(const std::vector<std::string>& argv) {
   if (args.flag("profile")) {
     context->setProfiling(true);
     for (int64_t i = 0; i < iterations; ++i) context->run(inputs);
-    printProfile(out, context->profile(), 15);
+    printProfile(out, context->profile(),
+                 profile_steps == 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(profile_steps));
   }
   return 0;
 }
