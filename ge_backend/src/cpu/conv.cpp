@@ -6,6 +6,7 @@
 // oneDNN declines) runs on an own im2col + GEMM kernel, on plain tensors only.
 #include <array>
 
+#include "cpu/direct_conv.h"
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
 #include "cpu/post_ops.h"
@@ -447,9 +448,31 @@ std::unique_ptr<Kernel> onednnConvWith(const KernelBuildContext& context, const 
       context.numInputs());
 }
 
-// Winograd (where winogradApplies) and each family of oneDNN's direct kernels (jit_1x1 or the
+// The geometry as the own direct kernel takes it: 2-D, one group, no dilation.
+std::optional<DirectConvShape> directConvShape(const ConvGeometry& geometry) {
+  if (geometry.kernel.size() != 2 || geometry.groups != 1) return std::nullopt;
+  if (geometry.dilations[0] != 1 || geometry.dilations[1] != 1) return std::nullopt;
+  DirectConvShape shape;
+  shape.batch = geometry.batch;
+  shape.in_channels = geometry.in_channels;
+  shape.out_channels = geometry.out_channels;
+  shape.in_h = geometry.in[0];
+  shape.in_w = geometry.in[1];
+  shape.out_h = geometry.out[0];
+  shape.out_w = geometry.out[1];
+  shape.kernel_h = geometry.kernel[0];
+  shape.kernel_w = geometry.kernel[1];
+  shape.stride_h = geometry.strides[0];
+  shape.stride_w = geometry.strides[1];
+  shape.pad_top = geometry.pad_begin[0];
+  shape.pad_left = geometry.pad_begin[1];
+  return shape;
+}
+
+// Winograd (where winogradApplies), each family of oneDNN's direct kernels (jit_1x1 or the
 // general jit for a 1x1 convolution, for instance): the rules take Winograd, else oneDNN's
-// first choice; a build that tunes times them all.
+// first choice; a build that tunes times them all, and Estuary's own direct kernel for
+// channels-last f32 (direct_conv.h).
 std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
                                    const Epilogue& epilogue) {
   const DType dtype = context.output(0).dtype;
@@ -462,11 +485,24 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
   const bool onednn_float = dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16;
   if (!transpose && onednn_float && context.input(0).dtype == dtype) {
     const dnnl::memory::desc src = layoutDesc(context.input(0));
+    const Layout src_layout = context.input(0).layout;
     if (winogradApplies(geometry, src)) addTactic("onednn:winograd", ConvAlgorithms::WinogradOnly, "");
     for (const std::string& name : directConvImplementations(cpuOf(context).engine(), src,
                                                              weightsDesc(geometry, dtype, false),
                                                              layoutDesc(context.output(0)), geometry)) {
       addTactic("onednn:" + name, ConvAlgorithms::DirectOnly, name);
+    }
+    // Last: builds that do not tune keep oneDNN's kernel. With one oneDNN implementation or
+    // none to choose from, oneDNN's own pick stands against it.
+    std::optional<DirectConvShape> shape = directConvShape(geometry);
+    if (shape && dtype == DType::F32 && src_layout == Layout::ChannelsLast) {
+      if (tactics.size() < 2) {
+        tactics.clear();
+        addTactic("onednn", ConvAlgorithms::Preferred, "");
+      }
+      tactics.push_back({"cpu:conv direct nhwc", [&context, &epilogue, shape] {
+                           return makeDirectConvNhwc(context, *shape, epilogue);
+                         }});
     }
   }
   if (tactics.size() < 2) return onednnConvWith(context, geometry, transpose, epilogue, ConvAlgorithms::Preferred, "");

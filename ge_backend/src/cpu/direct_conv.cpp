@@ -1,0 +1,251 @@
+#include "cpu/direct_conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu/nn_support.h"
+#include "estuary/ge/kernel_helpers.h"
+
+namespace estuary::ge::cpu {
+
+namespace {
+
+// Eight floats: two make the 16 output channels of a tile. GCC splits the vector into two
+// SSE halves where -march has no AVX.
+using Vec8 = float __attribute__((vector_size(8 * sizeof(float))));
+
+inline Vec8 load8(const float* from) {
+  Vec8 v;
+  std::memcpy(&v, from, sizeof v);
+  return v;
+}
+inline void store8(float* to, Vec8 v) { std::memcpy(to, &v, sizeof v); }
+inline Vec8 broadcast8(float x) { return Vec8{x, x, x, x, x, x, x, x}; }
+
+constexpr int kTilePixels = 6;     // 6 x 2 accumulators + 2 weight vectors + 1 broadcast: 15 of AVX2's 16
+constexpr int64_t kTileChannels = 16;
+constexpr int64_t kTilesPerItem = 8;  // a parallel item: 48 pixels of one 16-channel block
+
+// An epilogue step with what it reads resolved at run time.
+struct Step {
+  EpilogueStep::Kind kind;
+  enum class Activation : uint8_t { None, Relu, Clip } activation = Activation::None;
+  float alpha = 0.f, beta = 0.f;
+  size_t input = 0;
+};
+
+struct TileOutput {
+  float* y[kTilePixels];
+  int64_t pixel[kTilePixels];  // index in the image, for a residual of the output's layout
+};
+
+inline Vec8 applyActivation(const Step& step, Vec8 v) {
+  const Vec8 alpha = broadcast8(step.alpha);
+  if (step.activation == Step::Activation::Relu) return v > Vec8{} ? v : v * alpha;
+  const Vec8 beta = broadcast8(step.beta);
+  v = v < alpha ? alpha : v;
+  return v > beta ? beta : v;
+}
+
+// Output channels [channel, channel + 16) of R pixels: `taps[t * kTilePixels + r]` points at
+// the C input channels pixel r reads through kernel tap t (a row of zeros where the tap falls
+// in the padding); `weights` holds the block's taps x C x 16 values.
+template <int R>
+void convolveTile(const float* const* taps, int64_t kernel_size, int64_t channels, const float* weights,
+                  const float* initial, const TileOutput& out, int64_t channel, const std::vector<Step>& steps,
+                  const void* const* inputs, int64_t out_channels) {
+  Vec8 low[R], high[R];
+  const Vec8 initial_low = initial ? load8(initial) : Vec8{}, initial_high = initial ? load8(initial + 8) : Vec8{};
+  for (int r = 0; r < R; ++r) {
+    low[r] = initial_low;
+    high[r] = initial_high;
+  }
+  for (int64_t t = 0; t < kernel_size; ++t) {
+    const float* x[R];
+    for (int r = 0; r < R; ++r) x[r] = taps[t * kTilePixels + r];
+    const float* w = weights + t * channels * kTileChannels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const Vec8 w_low = load8(w + c * kTileChannels), w_high = load8(w + c * kTileChannels + 8);
+      for (int r = 0; r < R; ++r) {
+        const Vec8 value = broadcast8(x[r][c]);
+        low[r] += value * w_low;
+        high[r] += value * w_high;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (const Step& step : steps) {
+      switch (step.kind) {
+        case EpilogueStep::Kind::Bias: {
+          const float* bias = static_cast<const float*>(inputs[step.input]) + channel;
+          low[r] += load8(bias);
+          high[r] += load8(bias + 8);
+          break;
+        }
+        case EpilogueStep::Kind::Residual: {
+          const float* residual = static_cast<const float*>(inputs[step.input]) + out.pixel[r] * out_channels + channel;
+          low[r] += load8(residual);
+          high[r] += load8(residual + 8);
+          break;
+        }
+        case EpilogueStep::Kind::Scale:
+          low[r] *= broadcast8(step.alpha);
+          high[r] *= broadcast8(step.alpha);
+          break;
+        case EpilogueStep::Kind::Activation:
+          low[r] = applyActivation(step, low[r]);
+          high[r] = applyActivation(step, high[r]);
+          break;
+        case EpilogueStep::Kind::Product: break;  // declined at build
+      }
+    }
+    store8(out.y[r], low[r]);
+    store8(out.y[r] + 8, high[r]);
+  }
+}
+
+using TileFunction = void (*)(const float* const*, int64_t, int64_t, const float*, const float*, const TileOutput&,
+                              int64_t, const std::vector<Step>&, const void* const*, int64_t);
+constexpr TileFunction kTileFunctions[kTilePixels + 1] = {nullptr,         convolveTile<1>, convolveTile<2>,
+                                                          convolveTile<3>, convolveTile<4>, convolveTile<5>,
+                                                          convolveTile<6>};
+
+class DirectConvNhwcKernel final : public Kernel {
+ public:
+  DirectConvNhwcKernel(const DirectConvShape& shape, std::vector<float> packed, bool own_bias, std::vector<Step> steps,
+                       std::optional<size_t> residual)
+      : shape_(shape), packed_(std::move(packed)), zeros_(static_cast<size_t>(shape.in_channels), 0.f),
+        own_bias_(own_bias), steps_(std::move(steps)), residual_(residual) {}
+
+  std::string name() const override { return "cpu:conv direct nhwc"; }
+  // A residual element is read by the one tile that writes the same element, just before.
+  std::optional<size_t> inPlaceInput(size_t output) const override {
+    return output == 0 ? residual_ : std::nullopt;
+  }
+
+  void run(const KernelArgs& args, KernelState*) const override {
+    const DirectConvShape& s = shape_;
+    const int64_t pixels = s.out_h * s.out_w;
+    const int64_t tiles = (pixels + kTilePixels - 1) / kTilePixels;
+    const int64_t items_per_block = (tiles + kTilesPerItem - 1) / kTilesPerItem;
+    const int64_t blocks = s.out_channels / kTileChannels;
+    const int64_t kernel_size = s.kernel_h * s.kernel_w;
+    const double cost_per_item = 0.25 * static_cast<double>(kTilesPerItem * kTilePixels * kTileChannels *
+                                                            kernel_size * s.in_channels);
+    const auto* x = static_cast<const float*>(args.inputs[0]);
+    auto* y = static_cast<float*>(args.outputs[0]);
+    const float* bias = own_bias_ ? static_cast<const float*>(args.inputs[2]) : nullptr;
+    parallelFor(s.batch * blocks * items_per_block, cost_per_item, args.num_threads, [&](int64_t begin, int64_t end) {
+      std::vector<const float*> taps(static_cast<size_t>(kernel_size * kTilePixels));
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t image = item / (blocks * items_per_block);
+        const int64_t block = item / items_per_block % blocks;
+        const int64_t first_tile = item % items_per_block * kTilesPerItem;
+        const float* image_x = x + image * s.in_h * s.in_w * s.in_channels;
+        float* image_y = y + image * pixels * s.out_channels;
+        const int64_t channel = block * kTileChannels;
+        for (int64_t tile = first_tile; tile < std::min(tiles, first_tile + kTilesPerItem); ++tile) {
+          const int64_t first = tile * kTilePixels;
+          const int count = static_cast<int>(std::min<int64_t>(kTilePixels, pixels - first));
+          TileOutput out;
+          for (int r = 0; r < count; ++r) {
+            const int64_t pixel = first + r;
+            const int64_t row = pixel / s.out_w * s.stride_h - s.pad_top;
+            const int64_t column = pixel % s.out_w * s.stride_w - s.pad_left;
+            for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+              for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+                const int64_t in_row = row + kh, in_column = column + kw;
+                const bool inside = in_row >= 0 && in_row < s.in_h && in_column >= 0 && in_column < s.in_w;
+                taps[static_cast<size_t>((kh * s.kernel_w + kw) * kTilePixels + r)] =
+                    inside ? image_x + (in_row * s.in_w + in_column) * s.in_channels : zeros_.data();
+              }
+            }
+            out.y[r] = image_y + pixel * s.out_channels + channel;
+            out.pixel[r] = image * pixels + pixel;
+          }
+          kTileFunctions[count](taps.data(), kernel_size, s.in_channels,
+                                packed_.data() + channel * kernel_size * s.in_channels, bias ? bias + channel : nullptr,
+                                out, channel, steps_, args.inputs, s.out_channels);
+        }
+      }
+    });
+  }
+
+ private:
+  DirectConvShape shape_;
+  std::vector<float> packed_;  // [out_channels / 16][kernel_h * kernel_w][in_channels][16]
+  std::vector<float> zeros_;   // what a tap in the padding reads
+  bool own_bias_;
+  std::vector<Step> steps_;
+  std::optional<size_t> residual_;
+};
+
+// ONNX's [O, C, kh, kw] weights as blocks of 16 output channels, tap by tap.
+std::vector<float> packWeights(const DirectConvShape& s, const float* weights) {
+  const int64_t kernel_size = s.kernel_h * s.kernel_w;
+  std::vector<float> packed(static_cast<size_t>(s.out_channels * s.in_channels * kernel_size));
+  for (int64_t o = 0; o < s.out_channels; ++o) {
+    for (int64_t c = 0; c < s.in_channels; ++c) {
+      for (int64_t t = 0; t < kernel_size; ++t) {
+        const int64_t block = o / kTileChannels;
+        packed[static_cast<size_t>(((block * kernel_size + t) * s.in_channels + c) * kTileChannels + o % kTileChannels)] =
+            weights[(o * s.in_channels + c) * kernel_size + t];
+      }
+    }
+  }
+  return packed;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> makeDirectConvNhwc(const KernelBuildContext& context, const DirectConvShape& shape,
+                                           const Epilogue& epilogue) {
+  const TensorDesc& x = context.input(0);
+  const TensorDesc& y = context.output(0);
+  if (x.dtype != DType::F32 || y.dtype != DType::F32 || x.rank != 4) return nullptr;
+  if (x.layout != Layout::ChannelsLast || y.layout != Layout::ChannelsLast) return nullptr;
+  if (shape.out_channels % kTileChannels != 0) return nullptr;
+  const Tensor* weights = context.constantInput(1);
+  if (!weights || weights->dtype() != DType::F32) return nullptr;
+  const bool has_bias = context.hasInput(2);
+  if (has_bias && (context.input(2).dtype != DType::F32 || context.input(2).numElements() != shape.out_channels)) {
+    return nullptr;
+  }
+  bool own_bias = has_bias;
+  std::vector<Step> steps;
+  std::optional<size_t> residual;
+  for (const EpilogueStep& step : epilogue.steps) {
+    Step resolved{step.kind, Step::Activation::None, step.alpha, step.beta, step.input};
+    switch (step.kind) {
+      case EpilogueStep::Kind::Bias: {
+        const TensorDesc& vector = context.input(step.input);
+        if (vector.dtype != DType::F32 || vector.layout != Layout::Plain || vector.numElements() != shape.out_channels) {
+          return nullptr;
+        }
+        own_bias &= step.input != 2;
+        break;
+      }
+      case EpilogueStep::Kind::Residual:
+        if (context.input(step.input) != y) return nullptr;
+        if (!residual) residual = step.input;
+        break;
+      case EpilogueStep::Kind::Scale: break;
+      case EpilogueStep::Kind::Activation:
+        if (step.activation == dnnl::algorithm::eltwise_relu) {
+          resolved.activation = Step::Activation::Relu;
+        } else if (step.activation == dnnl::algorithm::eltwise_clip || step.activation == dnnl::algorithm::eltwise_clip_v2) {
+          resolved.activation = Step::Activation::Clip;
+        } else {
+          return nullptr;
+        }
+        break;
+      case EpilogueStep::Kind::Product: return nullptr;
+    }
+    steps.push_back(resolved);
+  }
+  return std::make_unique<DirectConvNhwcKernel>(shape, packWeights(shape, static_cast<const float*>(weights->data())),
+                                                own_bias, std::move(steps), residual);
+}
+
+}  // namespace estuary::ge::cpu
