@@ -180,7 +180,7 @@ TEST(LayoutAssignment, WinogradRunsTheThreeByThreeConvolutionsOnABlockedChain) {
 }
 
 // Channel counts that are not multiples of 8 or 16 (the padding of blocked layouts), batch
-// 3, pooling, a BatchNormalization that cannot be folded, a standalone activation, an Add of
+// 3, pooling (max pooling with pads on all sides), a BatchNormalization that cannot be folded, a standalone activation, an Add of
 // two chain tensors and a residual fused into a convolution.
 constexpr const char* kOddChannels = R"(graph @g(%x: f32[3,5,13,13], %w1: f32[20,5,3,3], %w2: f32[20,20,1,1], %w3: f32[20,20,3,3], %w4: f32[30,20,3,3], %scale: f32[20], %shift: f32[20], %mean: f32[20], %var: f32[20]) {
   %c1 = Conv(%x, %w1) {pads = [1, 1, 1, 1]} : f32[3,20,13,13]
@@ -215,6 +215,11 @@ TEST(LayoutAssignment, OddChannelCountsPoolingAndNormalizationMatchPlain) {
     EXPECT_EQ(reorderLines(result.report).size(), 2u) << layoutName(layout);
     EXPECT_EQ(result.report.layout_reorders, 2u);
     for (const std::string& line : result.report.kernels) {
+      // Max pooling in channels-last has an own kernel (20 channels: two vectors and a tail of 4).
+      if (line.find("(MaxPool)") != std::string::npos && layout == Layout::ChannelsLast) {
+        EXPECT_NE(line.find("cpu:max_pool nhwc"), std::string::npos) << line;
+        continue;
+      }
       if (line.find("Pool)") != std::string::npos || line.find("(BatchNormalization)") != std::string::npos ||
           line.find("(Add)") != std::string::npos || line.find("(Sigmoid)") != std::string::npos) {
         EXPECT_EQ(line.find("cpu:"), std::string::npos) << line << " should run a oneDNN kernel in the layout";

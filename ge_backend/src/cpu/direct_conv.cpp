@@ -6,6 +6,7 @@
 
 #include "cpu/nn_support.h"
 #include "estuary/ge/kernel_helpers.h"
+#include "estuary/support/mapped_file.h"
 
 namespace estuary::ge::cpu {
 
@@ -244,8 +245,10 @@ std::unique_ptr<Kernel> makeDirectConvNhwc(const KernelBuildContext& context, co
     }
     steps.push_back(resolved);
   }
-  return std::make_unique<DirectConvNhwcKernel>(shape, packWeights(shape, static_cast<const float*>(weights->data())),
-                                                own_bias, std::move(steps), residual);
+  std::vector<float> packed = packWeights(shape, static_cast<const float*>(weights->data()));
+  // The kernel holds its own packed copy: the weights' pages in a mapped model file can go.
+  releaseMappedPages(weights->data(), weights->byteSize());
+  return std::make_unique<DirectConvNhwcKernel>(shape, std::move(packed), own_bias, std::move(steps), residual);
 }
 
 }  // namespace estuary::ge::cpu

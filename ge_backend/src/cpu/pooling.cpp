@@ -3,7 +3,9 @@
 // what it cannot: MaxPool's Indices output (oneDNN's workspace is not ONNX's flat index),
 // f64, AveragePool counting the explicit padding when ceil_mode extends past it, and more
 // than three spatial axes. oneDNN also runs them on tensors in other layouts than Plain
-// (TensorDesc::layout); the own kernel is for Plain tensors only.
+// (TensorDesc::layout); the own kernel is for Plain tensors only, beside one for 2-D max
+// pooling in channels-last layout, which the tuner times against oneDNN's.
+#include <cstring>
 #include <limits>
 #include <tuple>
 
@@ -221,6 +223,72 @@ class OwnPoolKernel final : public Kernel {
   std::vector<int64_t> column_major_;
 };
 
+// 2-D max pooling of f32 in channels-last layout: each output pixel takes the maximum of its
+// window's channel vectors, eight channels a step. oneDNN's jit pooling reads the same bytes
+// at a quarter of the speed (ResNet-50's 3x3 stride 2 over 64x112x112: 0.80 ms against
+// ONNX Runtime's 0.18 on one thread, AMD EPYC family 25). As oneDNN's does, a NaN never
+// wins against a number.
+class ChannelsLastMaxPoolKernel final : public Kernel {
+ public:
+  ChannelsLastMaxPoolKernel(const PoolGeometry& geometry, int64_t batch, int64_t channels)
+      : geometry_(geometry), batch_(batch), channels_(channels) {}
+
+  void run(const KernelArgs& args, KernelState*) const override {
+    using Vec8 = float __attribute__((vector_size(8 * sizeof(float))));
+    const PoolGeometry& g = geometry_;
+    const auto* x = static_cast<const float*>(args.inputs[0]);
+    auto* y = static_cast<float*>(args.outputs[0]);
+    const int64_t c = channels_;
+    const float low = std::numeric_limits<float>::lowest();
+    const Vec8 lowest{low, low, low, low, low, low, low, low};
+    const double cost = static_cast<double>(g.out[1] * g.kernel[0] * g.kernel[1] * c);
+    parallelFor(batch_ * g.out[0], cost, args.num_threads, [&](int64_t first, int64_t last) {
+      for (int64_t row = first; row < last; ++row) {
+        const int64_t image = row / g.out[0], oh = row % g.out[0];
+        const float* in = x + image * g.in[0] * g.in[1] * c;
+        float* out = y + row * g.out[1] * c;
+        const int64_t top = oh * g.strides[0] - g.pad_begin[0];
+        for (int64_t ow = 0; ow < g.out[1]; ++ow, out += c) {
+          const int64_t left = ow * g.strides[1] - g.pad_begin[1];
+          // The window's cells inside the input.
+          const float* cells[kMaxCells];
+          int64_t count = 0;
+          for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+            const int64_t h = top + kh * g.dilations[0];
+            if (h < 0 || h >= g.in[0]) continue;
+            for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+              const int64_t w = left + kw * g.dilations[1];
+              if (w >= 0 && w < g.in[1]) cells[count++] = in + (h * g.in[1] + w) * c;
+            }
+          }
+          int64_t channel = 0;
+          for (; channel + 8 <= c; channel += 8) {
+            Vec8 best = lowest;
+            for (int64_t i = 0; i < count; ++i) {
+              Vec8 value;
+              std::memcpy(&value, cells[i] + channel, sizeof value);
+              best = value > best ? value : best;
+            }
+            std::memcpy(out + channel, &best, sizeof best);
+          }
+          for (; channel < c; ++channel) {
+            float best = std::numeric_limits<float>::lowest();
+            for (int64_t i = 0; i < count; ++i) best = cells[i][channel] > best ? cells[i][channel] : best;
+            out[channel] = best;
+          }
+        }
+      }
+    });
+  }
+  std::string name() const override { return "cpu:max_pool nhwc"; }
+  // Windows of up to this many cells (kernels up to 8x8).
+  static constexpr int64_t kMaxCells = 64;
+
+ private:
+  PoolGeometry geometry_;
+  int64_t batch_, channels_;
+};
+
 // The own pooling kernel's dtypes: the floats, and the bytes max pooling takes.
 using PoolDTypes = DTypeSet<DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::U8>;
 
@@ -235,6 +303,14 @@ std::unique_ptr<Kernel> makePool(const KernelBuildContext& context, PoolKind kin
   const bool indices = context.numOutputs() > 1;
   if (context.output(0).numElements() == 0 && context.output(0).layout == Layout::Plain) {
     return makeZeroFillKernel(context, "cpu:pool (empty)");
+  }
+  if (!indices && kind == PoolKind::Max && !global && dtype == DType::F32 && geometry.in.size() == 2 &&
+      context.input(0).layout == Layout::ChannelsLast && context.output(0).layout == Layout::ChannelsLast) {
+    const int64_t batch = context.input(0).dims[0], channels = context.input(0).dims[1];
+    if (geometry.kernel[0] * geometry.kernel[1] > ChannelsLastMaxPoolKernel::kMaxCells) return onednnPool(context, geometry, kind);
+    return context.choose({{"cpu:max_pool nhwc",
+                            [&] { return std::make_unique<ChannelsLastMaxPoolKernel>(geometry, batch, channels); }},
+                           {"onednn:pooling", [&] { return onednnPool(context, geometry, kind); }}});
   }
   if (!indices) {
     if (std::unique_ptr<Kernel> kernel = onednnPool(context, geometry, kind)) return kernel;
