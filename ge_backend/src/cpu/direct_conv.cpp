@@ -27,6 +27,7 @@ inline Vec8 broadcast8(float x) { return Vec8{x, x, x, x, x, x, x, x}; }
 constexpr int kTilePixels = 6;     // 6 x 2 accumulators + 2 weight vectors + 1 broadcast: 15 of AVX2's 16
 constexpr int64_t kTileChannels = 16;
 constexpr int64_t kTilesPerItem = 8;  // a parallel item: 48 pixels of one 16-channel block
+constexpr int64_t kMaxTaps = 121;     // kernels up to 11x11
 
 // An epilogue step with what it reads resolved at run time.
 struct Step {
@@ -138,7 +139,7 @@ class DirectConvNhwcKernel final : public Kernel {
     auto* y = static_cast<float*>(args.outputs[0]);
     const float* bias = own_bias_ ? static_cast<const float*>(args.inputs[2]) : nullptr;
     parallelFor(s.batch * blocks * items_per_block, cost_per_item, args.num_threads, [&](int64_t begin, int64_t end) {
-      std::vector<const float*> taps(static_cast<size_t>(kernel_size * kTilePixels));
+      const float* taps[kMaxTaps * kTilePixels];  // on the stack: a run allocates nothing
       for (int64_t item = begin; item < end; ++item) {
         const int64_t image = item / (blocks * items_per_block);
         const int64_t block = item / items_per_block % blocks;
@@ -158,14 +159,14 @@ class DirectConvNhwcKernel final : public Kernel {
               for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
                 const int64_t in_row = row + kh, in_column = column + kw;
                 const bool inside = in_row >= 0 && in_row < s.in_h && in_column >= 0 && in_column < s.in_w;
-                taps[static_cast<size_t>((kh * s.kernel_w + kw) * kTilePixels + r)] =
+                taps[(kh * s.kernel_w + kw) * kTilePixels + r] =
                     inside ? image_x + (in_row * s.in_w + in_column) * s.in_channels : zeros_.data();
               }
             }
             out.y[r] = image_y + pixel * s.out_channels + channel;
             out.pixel[r] = image * pixels + pixel;
           }
-          kTileFunctions[count](taps.data(), kernel_size, s.in_channels,
+          kTileFunctions[count](taps, kernel_size, s.in_channels,
                                 packed_.data() + channel * kernel_size * s.in_channels, bias ? bias + channel : nullptr,
                                 out, channel, steps_, args.inputs, s.out_channels);
         }
@@ -206,7 +207,7 @@ std::unique_ptr<Kernel> makeDirectConvNhwc(const KernelBuildContext& context, co
   const TensorDesc& y = context.output(0);
   if (x.dtype != DType::F32 || y.dtype != DType::F32 || x.rank != 4) return nullptr;
   if (x.layout != Layout::ChannelsLast || y.layout != Layout::ChannelsLast) return nullptr;
-  if (shape.out_channels % kTileChannels != 0) return nullptr;
+  if (shape.out_channels % kTileChannels != 0 || shape.kernel_h * shape.kernel_w > kMaxTaps) return nullptr;
   const Tensor* weights = context.constantInput(1);
   if (!weights || weights->dtype() != DType::F32) return nullptr;
   const bool has_bias = context.hasInput(2);
