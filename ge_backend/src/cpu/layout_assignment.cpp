@@ -103,11 +103,19 @@ LayoutAssignment assignLayouts(Graph& graph, std::optional<Layout> forced, const
       }
     }
     // A convolution whose input is Plain starts a chain.
-    if (layout == Layout::Plain && isConv(*node)) layout = forced ? *forced : preferred(*node).value_or(Layout::Plain);
+    const bool starts_chain = layout == Layout::Plain && isConv(*node);
+    if (starts_chain) layout = forced ? *forced : preferred(*node).value_or(Layout::Plain);
     if (layout == Layout::Plain) continue;
     std::vector<Layout> input_layouts(node->numInputs(), Layout::Plain);
     for (size_t i : inputs) input_layouts[i] = layout;
-    if (!accepts(*node, input_layouts, {layout})) continue;
+    if (!accepts(*node, input_layouts, {layout})) {
+      // The chain's first convolution may read its input as it is and write the chain's
+      // layout: oneDNN's kernels for a few input channels (an image's 3) read plain and
+      // write blocked. Else a stem convolution stays plain, and so does the pooling after
+      // it (ResNet-50: oneDNN's plain max pooling, 14 of 108 ms).
+      input_layouts.assign(node->numInputs(), Layout::Plain);
+      if (!starts_chain || !accepts(*node, input_layouts, {layout})) continue;
+    }
     wanted[node] = std::move(input_layouts);
     result.layouts[node->output()] = layout;
   }
