@@ -27,7 +27,6 @@ inline Vec8 broadcast8(float x) { return Vec8{x, x, x, x, x, x, x, x}; }
 constexpr int kTilePixels = 6;     // 6 x 2 accumulators + 2 weight vectors + 1 broadcast: 15 of AVX2's 16
 constexpr int64_t kTileChannels = 16;
 constexpr int64_t kTilesPerItem = 8;  // a parallel item: 48 pixels of one 16-channel block
-constexpr int64_t kMaxTaps = 121;     // kernels up to 11x11
 
 // An epilogue step with what it reads resolved at run time.
 struct Step {
@@ -50,13 +49,13 @@ inline Vec8 applyActivation(const Step& step, Vec8 v) {
   return v > beta ? beta : v;
 }
 
-// Output channels [channel, channel + 16) of R pixels: `taps[t * kTilePixels + r]` points at
-// the C input channels pixel r reads through kernel tap t (a row of zeros where the tap falls
-// in the padding); `weights` holds the block's taps x C x 16 values.
+// Output channels [channel, channel + 16) of R pixels of one image: `windows[r]` lists, tap
+// by tap, the input pixel pixel r reads (-1 in the padding, which reads a row of zeros);
+// `weights` holds the block's taps x C x 16 values.
 template <int R>
-void convolveTile(const float* const* taps, int64_t kernel_size, int64_t channels, const float* weights,
-                  const float* initial, const TileOutput& out, int64_t channel, const std::vector<Step>& steps,
-                  const void* const* inputs, int64_t out_channels) {
+void convolveTile(const float* image, const float* zeros, const int64_t* const* windows, int64_t kernel_size,
+                  int64_t channels, const float* weights, const float* initial, const TileOutput& out, int64_t channel,
+                  const std::vector<Step>& steps, const void* const* inputs, int64_t out_channels) {
   Vec8 low[R], high[R];
   const Vec8 initial_low = initial ? load8(initial) : Vec8{}, initial_high = initial ? load8(initial + 8) : Vec8{};
   for (int r = 0; r < R; ++r) {
@@ -65,7 +64,7 @@ void convolveTile(const float* const* taps, int64_t kernel_size, int64_t channel
   }
   for (int64_t t = 0; t < kernel_size; ++t) {
     const float* x[R];
-    for (int r = 0; r < R; ++r) x[r] = taps[t * kTilePixels + r];
+    for (int r = 0; r < R; ++r) x[r] = windows[r][t] < 0 ? zeros : image + windows[r][t] * channels;
     const float* w = weights + t * channels * kTileChannels;
     for (int64_t c = 0; c < channels; ++c) {
       const Vec8 w_low = load8(w + c * kTileChannels), w_high = load8(w + c * kTileChannels + 8);
@@ -107,8 +106,9 @@ void convolveTile(const float* const* taps, int64_t kernel_size, int64_t channel
   }
 }
 
-using TileFunction = void (*)(const float* const*, int64_t, int64_t, const float*, const float*, const TileOutput&,
-                              int64_t, const std::vector<Step>&, const void* const*, int64_t);
+using TileFunction = void (*)(const float*, const float*, const int64_t* const*, int64_t, int64_t, const float*,
+                              const float*, const TileOutput&, int64_t, const std::vector<Step>&, const void* const*,
+                              int64_t);
 constexpr TileFunction kTileFunctions[kTilePixels + 1] = {nullptr,         convolveTile<1>, convolveTile<2>,
                                                           convolveTile<3>, convolveTile<4>, convolveTile<5>,
                                                           convolveTile<6>};
@@ -117,7 +117,10 @@ class DirectConvNhwcKernel final : public Kernel {
  public:
   DirectConvNhwcKernel(const DirectConvShape& shape, std::vector<float> packed, bool own_bias, std::vector<Step> steps,
                        std::optional<size_t> residual)
-      : shape_(shape), packed_(std::move(packed)), zeros_(static_cast<size_t>(shape.in_channels), 0.f),
+      : shape_(shape),
+        windows_(windowTable({shape.in_h, shape.in_w}, {shape.out_h, shape.out_w}, {shape.kernel_h, shape.kernel_w},
+                             {shape.stride_h, shape.stride_w}, {1, 1}, {shape.pad_top, shape.pad_left}, true)),
+        packed_(std::move(packed)), zeros_(static_cast<size_t>(shape.in_channels), 0.f),
         own_bias_(own_bias), steps_(std::move(steps)), residual_(residual) {}
 
   std::string name() const override { return "cpu:conv direct nhwc"; }
@@ -139,7 +142,6 @@ class DirectConvNhwcKernel final : public Kernel {
     auto* y = static_cast<float*>(args.outputs[0]);
     const float* bias = own_bias_ ? static_cast<const float*>(args.inputs[2]) : nullptr;
     parallelFor(s.batch * blocks * items_per_block, cost_per_item, args.num_threads, [&](int64_t begin, int64_t end) {
-      const float* taps[kMaxTaps * kTilePixels];  // on the stack: a run allocates nothing
       for (int64_t item = begin; item < end; ++item) {
         const int64_t image = item / (blocks * items_per_block);
         const int64_t block = item / items_per_block % blocks;
@@ -150,23 +152,15 @@ class DirectConvNhwcKernel final : public Kernel {
         for (int64_t tile = first_tile; tile < std::min(tiles, first_tile + kTilesPerItem); ++tile) {
           const int64_t first = tile * kTilePixels;
           const int count = static_cast<int>(std::min<int64_t>(kTilePixels, pixels - first));
+          const int64_t* windows[kTilePixels];
           TileOutput out;
           for (int r = 0; r < count; ++r) {
             const int64_t pixel = first + r;
-            const int64_t row = pixel / s.out_w * s.stride_h - s.pad_top;
-            const int64_t column = pixel % s.out_w * s.stride_w - s.pad_left;
-            for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
-              for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-                const int64_t in_row = row + kh, in_column = column + kw;
-                const bool inside = in_row >= 0 && in_row < s.in_h && in_column >= 0 && in_column < s.in_w;
-                taps[(kh * s.kernel_w + kw) * kTilePixels + r] =
-                    inside ? image_x + (in_row * s.in_w + in_column) * s.in_channels : zeros_.data();
-              }
-            }
+            windows[r] = windows_.offsets.data() + pixel * kernel_size;
             out.y[r] = image_y + pixel * s.out_channels + channel;
             out.pixel[r] = image * pixels + pixel;
           }
-          kTileFunctions[count](taps, kernel_size, s.in_channels,
+          kTileFunctions[count](image_x, zeros_.data(), windows, kernel_size, s.in_channels,
                                 packed_.data() + channel * kernel_size * s.in_channels, bias ? bias + channel : nullptr,
                                 out, channel, steps_, args.inputs, s.out_channels);
         }
@@ -176,6 +170,7 @@ class DirectConvNhwcKernel final : public Kernel {
 
  private:
   DirectConvShape shape_;
+  WindowTable windows_;        // position-major: the input pixel of each output pixel and tap, -1 in the padding
   std::vector<float> packed_;  // [out_channels / 16][kernel_h * kernel_w][in_channels][16]
   std::vector<float> zeros_;   // what a tap in the padding reads
   bool own_bias_;
@@ -207,7 +202,7 @@ std::unique_ptr<Kernel> makeDirectConvNhwc(const KernelBuildContext& context, co
   const TensorDesc& y = context.output(0);
   if (x.dtype != DType::F32 || y.dtype != DType::F32 || x.rank != 4) return nullptr;
   if (x.layout != Layout::ChannelsLast || y.layout != Layout::ChannelsLast) return nullptr;
-  if (shape.out_channels % kTileChannels != 0 || shape.kernel_h * shape.kernel_w > kMaxTaps) return nullptr;
+  if (shape.out_channels % kTileChannels != 0) return nullptr;
   const Tensor* weights = context.constantInput(1);
   if (!weights || weights->dtype() != DType::F32) return nullptr;
   const bool has_bias = context.hasInput(2);

@@ -23,7 +23,7 @@ struct DirectConvShape {
 
 // The kernel for `context`'s Conv or FusedConv (inputs: X, W, optional B, then the epilogue's
 // operands), or nullptr when it does not apply: X and Y f32 in channels-last layout, constant
-// weights, a multiple of 16 output channels, kernels up to 11x11, and epilogue steps among a per-channel bias, a
+// weights, a multiple of 16 output channels, and epilogue steps among a per-channel bias, a
 // residual of the output's own type, a scale, and relu / leaky relu / clip.
 std::unique_ptr<Kernel> makeDirectConvNhwc(const KernelBuildContext& context, const DirectConvShape& shape,
                                            const Epilogue& epilogue);
