@@ -214,24 +214,78 @@ TEST_F(Tuning, WeightsWithRowsAPageApartGetAPaddedTactic) {
   for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4f) << i;
 }
 
-// Convolutions in channels-last layout with the tactic of Estuary's own direct kernel
-// (cpu/direct_conv.h) forced through the timing cache: 3x3 with the op's bias and Relu, a
-// 3x3 stride 2 with asymmetric pads and a bias Add, a 1x1 with a residual and LeakyRelu;
-// 225 and 49 pixels (no multiple of the kernel's 6-pixel tiles), two images, 1 and 2
-// threads. They compute what oneDNN computes in the plain layout.
-TEST_F(Tuning, OwnDirectConvolutionComputesWhatOnednnComputes) {
-  auto values = [](int64_t count, int seed) {
-    std::ostringstream text;
-    for (int64_t i = 0; i < count; ++i) text << (i ? ", " : "") << ((i * seed) % 19) * 0.01 - 0.09;
-    return text.str();
+// `count` values in [-0.09, 0.09], a different sequence for each seed.
+std::string testValues(int64_t count, int seed) {
+  std::ostringstream text;
+  for (int64_t i = 0; i < count; ++i) text << (i ? ", " : "") << ((i * seed) % 19) * 0.01 - 0.09;
+  return text.str();
+}
+
+// Builds `graph` in channels-last layout with `tactic` forced through the timing cache on
+// every convolution that timed it (`expected_nodes` of them), at 1 and 2 threads, and
+// checks that it computes what oneDNN computes in the plain layout.
+void expectForcedTacticComputesWhatOnednnComputes(const Graph& graph, const BuildOptions& tuned,
+                                                  const std::string& cache, const std::string& tactic,
+                                                  int expected_nodes, const TensorDesc& input, float tolerance) {
+  std::vector<float> x(static_cast<size_t>(input.numElements()));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  auto outputOf = [&](const CompiledModel& built) {
+    auto context = built.createContext();
+    const HostTensor& y = context->run({HostTensor::of(input, x.data())})[0];
+    const auto* data = static_cast<const float*>(y.data);
+    return std::vector<float>(data, data + y.desc().numElements());
   };
+  BuildOptions plain;
+  plain.num_threads = 1;
+  plain.activation_layout = Layout::Plain;
+  const std::vector<float> expected = outputOf(*CompiledModel::build(graph, plain));
+
+  for (int threads : {1, 2}) {
+    BuildOptions options = tuned;
+    options.num_threads = threads;
+    options.activation_layout = Layout::ChannelsLast;
+    fs::remove(cache);
+    auto measured = CompiledModel::build(graph, options);
+    // Every record that timed the tactic now chooses it.
+    std::ifstream cache_in(cache);
+    std::string line, rewritten;
+    int records = 0;
+    for (std::getline(cache_in, line), rewritten = line + "\n"; std::getline(cache_in, line);) {
+      const size_t first = line.find('\t'), second = line.find('\t', first + 1);
+      if (second != std::string::npos && line.find(tactic + " ", second) != std::string::npos) {
+        line = line.substr(0, first + 1) + tactic + line.substr(second);
+        ++records;
+      }
+      rewritten += line + "\n";
+    }
+    cache_in.close();
+    EXPECT_EQ(records, expected_nodes) << rewritten;
+    std::ofstream(cache) << rewritten;
+    auto forced = CompiledModel::build(graph, options);
+    const std::vector<std::string>& kernels = forced->report().kernels;
+    EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
+                            [&](const std::string& kernel) { return kernel.find(" -> " + tactic) != std::string::npos; }),
+              expected_nodes)
+        << ::testing::PrintToString(kernels);
+    const std::vector<float> got = outputOf(*forced);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_NEAR(got[i], expected[i], tolerance * (1 + std::abs(expected[i]))) << i << " at " << threads << " threads";
+    }
+  }
+}
+
+// Estuary's own direct kernel (cpu/direct_conv.h): 3x3 with the op's bias and Relu, a 3x3
+// stride 2 with asymmetric pads and a bias Add, a 1x1 with a residual and LeakyRelu; 225
+// and 49 pixels (no multiple of the kernel's 6-pixel tiles), two images.
+TEST_F(Tuning, OwnDirectConvolutionComputesWhatOnednnComputes) {
   auto graph = parseGraph(
       "graph @convs(%x: f32[2,32,15,15]) {\n"
-      "  %w1 = Constant() {value = tensor<f32[32,32,3,3]> [" + values(32 * 32 * 9, 7) + "]} : f32[32,32,3,3]\n"
-      "  %b1 = Constant() {value = tensor<f32[32]> [" + values(32, 3) + "]} : f32[32]\n"
-      "  %w2 = Constant() {value = tensor<f32[48,32,3,3]> [" + values(48 * 32 * 9, 11) + "]} : f32[48,32,3,3]\n"
-      "  %b2 = Constant() {value = tensor<f32[1,48,1,1]> [" + values(48, 5) + "]} : f32[1,48,1,1]\n"
-      "  %w3 = Constant() {value = tensor<f32[48,48,1,1]> [" + values(48 * 48, 13) + "]} : f32[48,48,1,1]\n"
+      "  %w1 = Constant() {value = tensor<f32[32,32,3,3]> [" + testValues(32 * 32 * 9, 7) + "]} : f32[32,32,3,3]\n"
+      "  %b1 = Constant() {value = tensor<f32[32]> [" + testValues(32, 3) + "]} : f32[32]\n"
+      "  %w2 = Constant() {value = tensor<f32[48,32,3,3]> [" + testValues(48 * 32 * 9, 11) + "]} : f32[48,32,3,3]\n"
+      "  %b2 = Constant() {value = tensor<f32[1,48,1,1]> [" + testValues(48, 5) + "]} : f32[1,48,1,1]\n"
+      "  %w3 = Constant() {value = tensor<f32[48,48,1,1]> [" + testValues(48 * 48, 13) + "]} : f32[48,48,1,1]\n"
       "  %c1 = Conv(%x, %w1, %b1) {pads = [1, 1, 1, 1]} : f32[2,32,15,15]\n"
       "  %r1 = Relu(%c1) : f32[2,32,15,15]\n"
       "  %c2 = Conv(%r1, %w2) {pads = [0, 0, 1, 1], strides = [2, 2]} : f32[2,48,7,7]\n"
@@ -241,50 +295,35 @@ TEST_F(Tuning, OwnDirectConvolutionComputesWhatOnednnComputes) {
       "  %y = LeakyRelu(%s3) {alpha = 0.25} : f32[2,48,7,7]\n"
       "  return %y\n"
       "}\n");
-  std::vector<float> x(2 * 32 * 15 * 15);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-  auto outputOf = [&](const CompiledModel& built) {
-    auto context = built.createContext();
-    const HostTensor& y = context->run({HostTensor::of(TensorDesc::of(DType::F32, {2, 32, 15, 15}), x.data())})[0];
-    return std::vector<float>(static_cast<const float*>(y.data), static_cast<const float*>(y.data) + 2 * 48 * 49);
-  };
-  BuildOptions plain;
-  plain.num_threads = 1;
-  plain.activation_layout = Layout::Plain;
-  const std::vector<float> expected = outputOf(*CompiledModel::build(*graph, plain));
+  expectForcedTacticComputesWhatOnednnComputes(*graph, tuned(), path("timing.cache"), "cpu:conv direct nhwc", 3,
+                                               TensorDesc::of(DType::F32, {2, 32, 15, 15}), 1e-4f);
+}
 
-  const std::string direct = "cpu:conv direct nhwc";
-  for (int threads : {1, 2}) {
-    BuildOptions options = tuned();
-    options.num_threads = threads;
-    options.activation_layout = Layout::ChannelsLast;
-    fs::remove(path("timing.cache"));
-    auto measured = CompiledModel::build(*graph, options);
-    // Every record that timed the direct kernel now chooses it.
-    std::ifstream cache_in(path("timing.cache"));
-    std::string line, rewritten;
-    int records = 0;
-    for (std::getline(cache_in, line), rewritten = line + "\n"; std::getline(cache_in, line);) {
-      const size_t first = line.find('\t'), second = line.find('\t', first + 1);
-      if (second != std::string::npos && line.find(direct + " ", second) != std::string::npos) {
-        line = line.substr(0, first + 1) + direct + line.substr(second);
-        ++records;
-      }
-      rewritten += line + "\n";
-    }
-    cache_in.close();
-    EXPECT_EQ(records, 3) << rewritten;
-    std::ofstream(path("timing.cache")) << rewritten;
-    auto forced = CompiledModel::build(*graph, options);
-    const std::vector<std::string>& kernels = forced->report().kernels;
-    EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                            [&](const std::string& kernel) { return kernel.find(" -> " + direct) != std::string::npos; }),
-              3)
-        << ::testing::PrintToString(kernels);
-    const std::vector<float> got = outputOf(*forced);
-    for (size_t i = 0; i < expected.size(); ++i) {
-      ASSERT_NEAR(got[i], expected[i], 1e-4f + 1e-5f * std::abs(expected[i])) << i << " at " << threads << " threads";
-    }
+// Estuary's own Winograd kernels F(4x4, 3x3) and F(2x2, 3x3) (cpu/winograd_conv.h): 3x3
+// with the op's bias and Relu on 128 and 450 tiles (two and five chunks), asymmetric pads and a bias Add with partial tiles at the bottom
+// and right (29x29 outputs), and a residual with LeakyRelu. Its transforms round more than
+// a direct sum does, hence the wider tolerance.
+TEST_F(Tuning, OwnWinogradConvolutionComputesWhatOnednnComputes) {
+  auto graph = parseGraph(
+      "graph @convs(%x: f32[2,16,30,30]) {\n"
+      "  %w1 = Constant() {value = tensor<f32[32,16,3,3]> [" + testValues(32 * 16 * 9, 7) + "]} : f32[32,16,3,3]\n"
+      "  %b1 = Constant() {value = tensor<f32[32]> [" + testValues(32, 3) + "]} : f32[32]\n"
+      "  %w2 = Constant() {value = tensor<f32[48,32,3,3]> [" + testValues(48 * 32 * 9, 11) + "]} : f32[48,32,3,3]\n"
+      "  %b2 = Constant() {value = tensor<f32[1,48,1,1]> [" + testValues(48, 5) + "]} : f32[1,48,1,1]\n"
+      "  %w3 = Constant() {value = tensor<f32[48,48,3,3]> [" + testValues(48 * 48 * 9, 13) + "]} : f32[48,48,3,3]\n"
+      "  %c1 = Conv(%x, %w1, %b1) {pads = [1, 1, 1, 1]} : f32[2,32,30,30]\n"
+      "  %r1 = Relu(%c1) : f32[2,32,30,30]\n"
+      "  %c2 = Conv(%r1, %w2) {pads = [1, 0, 0, 1]} : f32[2,48,29,29]\n"
+      "  %a2 = Add(%c2, %b2) : f32[2,48,29,29]\n"
+      "  %c3 = Conv(%a2, %w3) {pads = [1, 1, 1, 1]} : f32[2,48,29,29]\n"
+      "  %s3 = Add(%c3, %a2) : f32[2,48,29,29]\n"
+      "  %y = LeakyRelu(%s3) {alpha = 0.25} : f32[2,48,29,29]\n"
+      "  return %y\n"
+      "}\n");
+  for (const char* tactic : {"cpu:conv winograd 4x4 nhwc", "cpu:conv winograd 2x2 nhwc"}) {
+    SCOPED_TRACE(tactic);
+    expectForcedTacticComputesWhatOnednnComputes(*graph, tuned(), path("timing.cache"), tactic, 3,
+                                                 TensorDesc::of(DType::F32, {2, 16, 30, 30}), 1e-4f);
   }
 }
 

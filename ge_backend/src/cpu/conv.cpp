@@ -7,6 +7,7 @@
 #include <array>
 
 #include "cpu/direct_conv.h"
+#include "cpu/winograd_conv.h"
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
 #include "cpu/post_ops.h"
@@ -471,8 +472,8 @@ std::optional<DirectConvShape> directConvShape(const ConvGeometry& geometry) {
 
 // Winograd (where winogradApplies), each family of oneDNN's direct kernels (jit_1x1 or the
 // general jit for a 1x1 convolution, for instance): the rules take Winograd, else oneDNN's
-// first choice; a build that tunes times them all, and Estuary's own direct kernel for
-// channels-last f32 (direct_conv.h).
+// first choice; a build that tunes times them all, and Estuary's own direct and Winograd
+// kernels for channels-last f32 (direct_conv.h, winograd_conv.h).
 std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
                                    const Epilogue& epilogue) {
   const DType dtype = context.output(0).dtype;
@@ -503,6 +504,7 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
       tactics.push_back({"cpu:conv direct nhwc", [&context, &epilogue, shape] {
                            return makeDirectConvNhwc(context, *shape, epilogue);
                          }});
+      for (KernelTactic& tactic : winogradConvNhwcTactics(context, *shape, epilogue)) tactics.push_back(std::move(tactic));
     }
   }
   if (tactics.size() < 2) return onednnConvWith(context, geometry, transpose, epilogue, ConvAlgorithms::Preferred, "");

@@ -1,9 +1,9 @@
 #include "cpu/direct_conv.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
+#include "cpu/nhwc_conv_support.h"
 #include "cpu/nn_support.h"
 #include "estuary/ge/kernel_helpers.h"
 #include "estuary/support/mapped_file.h"
@@ -12,42 +12,15 @@ namespace estuary::ge::cpu {
 
 namespace {
 
-// Eight floats: two make the 16 output channels of a tile. GCC splits the vector into two
-// SSE halves where -march has no AVX.
-using Vec8 = float __attribute__((vector_size(8 * sizeof(float))));
+using namespace nhwc;
 
-inline Vec8 load8(const float* from) {
-  Vec8 v;
-  std::memcpy(&v, from, sizeof v);
-  return v;
-}
-inline void store8(float* to, Vec8 v) { std::memcpy(to, &v, sizeof v); }
-inline Vec8 broadcast8(float x) { return Vec8{x, x, x, x, x, x, x, x}; }
-
-constexpr int kTilePixels = 6;     // 6 x 2 accumulators + 2 weight vectors + 1 broadcast: 15 of AVX2's 16
-constexpr int64_t kTileChannels = 16;
+constexpr int kTilePixels = kTileRows;
 constexpr int64_t kTilesPerItem = 8;  // a parallel item: 48 pixels of one 16-channel block
-
-// An epilogue step with what it reads resolved at run time.
-struct Step {
-  EpilogueStep::Kind kind;
-  enum class Activation : uint8_t { None, Relu, Clip } activation = Activation::None;
-  float alpha = 0.f, beta = 0.f;
-  size_t input = 0;
-};
 
 struct TileOutput {
   float* y[kTilePixels];
-  int64_t pixel[kTilePixels];  // index in the image, for a residual of the output's layout
+  int64_t pixel[kTilePixels];  // index over the batch, for a residual of the output's layout
 };
-
-inline Vec8 applyActivation(const Step& step, Vec8 v) {
-  const Vec8 alpha = broadcast8(step.alpha);
-  if (step.activation == Step::Activation::Relu) return v > Vec8{} ? v : v * alpha;
-  const Vec8 beta = broadcast8(step.beta);
-  v = v < alpha ? alpha : v;
-  return v > beta ? beta : v;
-}
 
 // Output channels [channel, channel + 16) of R pixels of one image: `windows[r]` lists, tap
 // by tap, the input pixel pixel r reads (-1 in the padding, which reads a row of zeros);
@@ -65,42 +38,11 @@ void convolveTile(const float* image, const float* zeros, const int64_t* const* 
   for (int64_t t = 0; t < kernel_size; ++t) {
     const float* x[R];
     for (int r = 0; r < R; ++r) x[r] = windows[r][t] < 0 ? zeros : image + windows[r][t] * channels;
-    const float* w = weights + t * channels * kTileChannels;
-    for (int64_t c = 0; c < channels; ++c) {
-      const Vec8 w_low = load8(w + c * kTileChannels), w_high = load8(w + c * kTileChannels + 8);
-      for (int r = 0; r < R; ++r) {
-        const Vec8 value = broadcast8(x[r][c]);
-        low[r] += value * w_low;
-        high[r] += value * w_high;
-      }
-    }
+    multiplyAccumulate<R>(x, channels, weights + t * channels * kTileChannels, low, high);
   }
   for (int r = 0; r < R; ++r) {
-    for (const Step& step : steps) {
-      switch (step.kind) {
-        case EpilogueStep::Kind::Bias: {
-          const float* bias = static_cast<const float*>(inputs[step.input]) + channel;
-          low[r] += load8(bias);
-          high[r] += load8(bias + 8);
-          break;
-        }
-        case EpilogueStep::Kind::Residual: {
-          const float* residual = static_cast<const float*>(inputs[step.input]) + out.pixel[r] * out_channels + channel;
-          low[r] += load8(residual);
-          high[r] += load8(residual + 8);
-          break;
-        }
-        case EpilogueStep::Kind::Scale:
-          low[r] *= broadcast8(step.alpha);
-          high[r] *= broadcast8(step.alpha);
-          break;
-        case EpilogueStep::Kind::Activation:
-          low[r] = applyActivation(step, low[r]);
-          high[r] = applyActivation(step, high[r]);
-          break;
-        case EpilogueStep::Kind::Product: break;  // declined at build
-      }
-    }
+    low[r] = applyEpilogue(steps, inputs, out.pixel[r], channel, out_channels, low[r]);
+    high[r] = applyEpilogue(steps, inputs, out.pixel[r], channel + 8, out_channels, high[r]);
     store8(out.y[r], low[r]);
     store8(out.y[r] + 8, high[r]);
   }
@@ -198,53 +140,15 @@ std::vector<float> packWeights(const DirectConvShape& s, const float* weights) {
 
 std::unique_ptr<Kernel> makeDirectConvNhwc(const KernelBuildContext& context, const DirectConvShape& shape,
                                            const Epilogue& epilogue) {
-  const TensorDesc& x = context.input(0);
-  const TensorDesc& y = context.output(0);
-  if (x.dtype != DType::F32 || y.dtype != DType::F32 || x.rank != 4) return nullptr;
-  if (x.layout != Layout::ChannelsLast || y.layout != Layout::ChannelsLast) return nullptr;
   if (shape.out_channels % kTileChannels != 0) return nullptr;
-  const Tensor* weights = context.constantInput(1);
-  if (!weights || weights->dtype() != DType::F32) return nullptr;
-  const bool has_bias = context.hasInput(2);
-  if (has_bias && (context.input(2).dtype != DType::F32 || context.input(2).numElements() != shape.out_channels)) {
-    return nullptr;
-  }
-  bool own_bias = has_bias;
-  std::vector<Step> steps;
-  std::optional<size_t> residual;
-  for (const EpilogueStep& step : epilogue.steps) {
-    Step resolved{step.kind, Step::Activation::None, step.alpha, step.beta, step.input};
-    switch (step.kind) {
-      case EpilogueStep::Kind::Bias: {
-        const TensorDesc& vector = context.input(step.input);
-        if (vector.dtype != DType::F32 || vector.layout != Layout::Plain || vector.numElements() != shape.out_channels) {
-          return nullptr;
-        }
-        own_bias &= step.input != 2;
-        break;
-      }
-      case EpilogueStep::Kind::Residual:
-        if (context.input(step.input) != y) return nullptr;
-        if (!residual) residual = step.input;
-        break;
-      case EpilogueStep::Kind::Scale: break;
-      case EpilogueStep::Kind::Activation:
-        if (step.activation == dnnl::algorithm::eltwise_relu) {
-          resolved.activation = Step::Activation::Relu;
-        } else if (step.activation == dnnl::algorithm::eltwise_clip || step.activation == dnnl::algorithm::eltwise_clip_v2) {
-          resolved.activation = Step::Activation::Clip;
-        } else {
-          return nullptr;
-        }
-        break;
-      case EpilogueStep::Kind::Product: return nullptr;
-    }
-    steps.push_back(resolved);
-  }
+  std::optional<ConvOperands> operands = nhwcConvOperands(context, shape.out_channels, epilogue);
+  if (!operands) return nullptr;
+  const Tensor* weights = operands->weights;
   std::vector<float> packed = packWeights(shape, static_cast<const float*>(weights->data()));
   // The kernel holds its own packed copy: the weights' pages in a mapped model file can go.
   releaseMappedPages(weights->data(), weights->byteSize());
-  return std::make_unique<DirectConvNhwcKernel>(shape, std::move(packed), own_bias, std::move(steps), residual);
+  return std::make_unique<DirectConvNhwcKernel>(shape, std::move(packed), operands->own_bias, std::move(operands->steps),
+                                                operands->residual);
 }
 
 }  // namespace estuary::ge::cpu
