@@ -299,10 +299,11 @@ TEST_F(Tuning, OwnDirectConvolutionComputesWhatOnednnComputes) {
                                                TensorDesc::of(DType::F32, {2, 32, 15, 15}), 1e-4f);
 }
 
-// Estuary's own Winograd kernels F(4x4, 3x3) and F(2x2, 3x3) (cpu/winograd_conv.h): 3x3
-// with the op's bias and Relu on 128 and 450 tiles (two and five chunks), asymmetric pads and a bias Add with partial tiles at the bottom
-// and right (29x29 outputs), and a residual with LeakyRelu. Its transforms round more than
-// a direct sum does, hence the wider tolerance.
+// Estuary's own Winograd kernels F(4x4, 3x3) and F(2x2, 3x3) (cpu/winograd_conv.h), each
+// item transforming its own tiles' input: 3x3 with the op's bias and Relu on 128 and 450
+// tiles, asymmetric pads and a bias Add with partial tiles at the bottom and right (29x29
+// outputs), and a residual with LeakyRelu. Then two on a 7x7 image, whose few tiles make
+// the items on 2 threads share the transformed input and split the output channels.
 TEST_F(Tuning, OwnWinogradConvolutionComputesWhatOnednnComputes) {
   auto graph = parseGraph(
       "graph @convs(%x: f32[2,16,30,30]) {\n"
@@ -320,10 +321,24 @@ TEST_F(Tuning, OwnWinogradConvolutionComputesWhatOnednnComputes) {
       "  %y = LeakyRelu(%s3) {alpha = 0.25} : f32[2,48,29,29]\n"
       "  return %y\n"
       "}\n");
+  // Few tiles (4 or 16), so that on 2 threads items split the output channels.
+  auto deep = parseGraph(
+      "graph @deep(%x: f32[1,64,7,7]) {\n"
+      "  %w1 = Constant() {value = tensor<f32[64,64,3,3]> [" + testValues(64 * 64 * 9, 7) + "]} : f32[64,64,3,3]\n"
+      "  %b1 = Constant() {value = tensor<f32[64]> [" + testValues(64, 3) + "]} : f32[64]\n"
+      "  %w2 = Constant() {value = tensor<f32[64,64,3,3]> [" + testValues(64 * 64 * 9, 11) + "]} : f32[64,64,3,3]\n"
+      "  %c1 = Conv(%x, %w1, %b1) {pads = [1, 1, 1, 1]} : f32[1,64,7,7]\n"
+      "  %r1 = Relu(%c1) : f32[1,64,7,7]\n"
+      "  %c2 = Conv(%r1, %w2) {pads = [1, 1, 1, 1]} : f32[1,64,7,7]\n"
+      "  %y = Add(%c2, %r1) : f32[1,64,7,7]\n"
+      "  return %y\n"
+      "}\n");
   for (const char* tactic : {"cpu:conv winograd 4x4 nhwc", "cpu:conv winograd 2x2 nhwc"}) {
     SCOPED_TRACE(tactic);
     expectForcedTacticComputesWhatOnednnComputes(*graph, tuned(), path("timing.cache"), tactic, 3,
                                                  TensorDesc::of(DType::F32, {2, 16, 30, 30}), 1e-4f);
+    expectForcedTacticComputesWhatOnednnComputes(*deep, tuned(), path("timing.cache"), tactic, 2,
+                                                 TensorDesc::of(DType::F32, {1, 64, 7, 7}), 1e-4f);
   }
 }
 

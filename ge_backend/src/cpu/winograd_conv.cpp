@@ -83,7 +83,9 @@ struct F2x2 {
 // The most tiles an item multiplies: enough rows for the products to reuse each block of
 // weights, few enough that its products stay near in cache.
 constexpr int64_t kChunkTiles = 48;
-// The most bytes of transformed input at a time (a span of tiles).
+// The fewest tiles an item transforms for itself: two of the micro-kernel's rows.
+constexpr int64_t kLeastChunkTiles = 2 * kTileRows;
+// The most bytes of transformed input shared by all items at a time (a span of tiles).
 constexpr int64_t kSpanBytes = int64_t{4} << 20;
 
 // ONNX's [O, C, 3, 3] weights as G g G^T, packed for the products: [term][O / 16][C][16].
@@ -133,12 +135,13 @@ constexpr RowsFunction kRowsFunctions[kTileRows + 1] = {nullptr,         multipl
                                                         multiplyRows<3>, multiplyRows<4>, multiplyRows<5>,
                                                         multiplyRows<6>};
 
-// The batch's tiles go in spans whose transformed input fits kSpanBytes. For each span, one
-// parallel loop transforms the input tile by tile; a second takes items of a chunk of the
-// span's tiles and a group of output channels, multiplies the chunk by the group's weights
-// term by term into its range's scratch and transforms the products back. Chunks let large
-// images and batches use every thread; groups do so where tiles are few (deep layers at batch
-// 1), and each thread then reads only its share of the weights.
+// A parallel item is a chunk of tiles and a group of output channels: it multiplies the
+// chunk's transformed input by the group's weights term by term into its range's scratch and
+// transforms the products back. Where there are tiles enough for every range, each item
+// transforms its own chunk's input, which then stays in its core's cache. Where tiles are few
+// (deep layers at batch 1), items split the output channels instead, so that each thread
+// reads only its share of the weights, and one parallel loop first transforms the input for
+// all of them, in spans of tiles whose transformed input fits kSpanBytes.
 template <typename F>
 class WinogradConvNhwcKernel final : public Kernel {
   static constexpr int kOutputTile = F::kOutputTile;
@@ -152,19 +155,29 @@ class WinogradConvNhwcKernel final : public Kernel {
         tiles_w_((shape.out_w + kOutputTile - 1) / kOutputTile), packed_(std::move(packed)),
         own_bias_(operands.own_bias), steps_(std::move(operands.steps)), residual_(operands.residual) {
     const int64_t tiles = shape.batch * tiles_h_ * tiles_w_;
-    const int64_t tile_bytes = kTerms * shape.in_channels * static_cast<int64_t>(sizeof(float));
-    const int64_t most_span_tiles = std::max<int64_t>(1, kSpanBytes / tile_bytes);
-    const int64_t spans = (tiles + most_span_tiles - 1) / most_span_tiles;
-    span_tiles_ = (tiles + spans - 1) / spans;
-    // Every range of the pool one item at least, so that a thread held up hands its items to
-    // the others, and no chunk under a micro-kernel's 6 rows.
-    const int64_t wanted = max_threads > 1 ? maxParallelRanges(max_threads) : 1;
     const int64_t blocks = shape.out_channels / kTileChannels;
-    int64_t chunks = (span_tiles_ + kChunkTiles - 1) / kChunkTiles;
-    const int64_t groups = std::min(blocks, (wanted + chunks - 1) / chunks);
-    group_blocks_ = (blocks + groups - 1) / groups;
-    groups_ = (blocks + group_blocks_ - 1) / group_blocks_;
-    chunks = std::max(chunks, std::min((span_tiles_ + kTileRows - 1) / kTileRows, (wanted + groups_ - 1) / groups_));
+    // Every range of the pool one item at least, so that a thread held up hands its items to
+    // the others.
+    const int64_t wanted = max_threads > 1 ? maxParallelRanges(max_threads) : 1;
+    int64_t chunks = (tiles + kChunkTiles - 1) / kChunkTiles;
+    own_input_ = tiles >= wanted * kLeastChunkTiles;
+    if (own_input_) {
+      span_tiles_ = tiles;
+      groups_ = 1;
+      group_blocks_ = blocks;
+      chunks = std::max(chunks, wanted);
+    } else {
+      const int64_t tile_bytes = kTerms * shape.in_channels * static_cast<int64_t>(sizeof(float));
+      const int64_t most_span_tiles = std::max<int64_t>(1, kSpanBytes / tile_bytes);
+      const int64_t spans = (tiles + most_span_tiles - 1) / most_span_tiles;
+      span_tiles_ = (tiles + spans - 1) / spans;
+      chunks = (span_tiles_ + kChunkTiles - 1) / kChunkTiles;
+      const int64_t groups = std::min(blocks, (wanted + chunks - 1) / chunks);
+      group_blocks_ = (blocks + groups - 1) / groups;
+      groups_ = (blocks + group_blocks_ - 1) / group_blocks_;
+      // No chunk under a micro-kernel's 6 rows.
+      chunks = std::max(chunks, std::min((span_tiles_ + kTileRows - 1) / kTileRows, (wanted + groups_ - 1) / groups_));
+    }
     chunk_tiles_ = (span_tiles_ + chunks - 1) / chunks;
     chunks = (span_tiles_ + chunk_tiles_ - 1) / chunk_tiles_;
     ranges_ = std::min(chunks * groups_, maxParallelRanges(max_threads));
@@ -175,37 +188,49 @@ class WinogradConvNhwcKernel final : public Kernel {
   std::optional<size_t> inPlaceInput(size_t output) const override {
     return output == 0 ? residual_ : std::nullopt;
   }
-  size_t scratchBytes() const override {
-    return static_cast<size_t>(kTerms * span_tiles_ * shape_.in_channels + ranges_ * productFloats()) * sizeof(float);
-  }
+  size_t scratchBytes() const override { return static_cast<size_t>(sharedFloats() + ranges_ * rangeFloats()) * sizeof(float); }
 
   void run(const KernelArgs& args, KernelState*) const override {
     const DirectConvShape& s = shape_;
     const int64_t tiles = s.batch * tiles_h_ * tiles_w_;
-    auto* transformed = static_cast<float*>(args.scratch);  // [term][tile of the span][C]
-    float* products = transformed + kTerms * span_tiles_ * s.in_channels;
+    auto* shared = static_cast<float*>(args.scratch);  // the span's transformed input: [term][tile][C]
     const double cost_per_item =
         0.25 * static_cast<double>(kTerms * chunk_tiles_ * s.in_channels * group_blocks_ * kTileChannels);
     for (int64_t span = 0; span < tiles; span += span_tiles_) {
       const int64_t span_count = std::min(span_tiles_, tiles - span);
-      parallelFor(span_count, 4.0 * kTerms * s.in_channels, args.num_threads, [&](int64_t begin, int64_t end) {
-        for (int64_t slot = begin; slot < end; ++slot) transformInputTile(args, span + slot, slot, transformed);
-      });
+      if (!own_input_) {
+        parallelFor(span_count, 4.0 * kTerms * s.in_channels, args.num_threads, [&](int64_t begin, int64_t end) {
+          for (int64_t slot = begin; slot < end; ++slot) {
+            transformInputTile(args, span + slot, shared + slot * s.in_channels, span_tiles_ * s.in_channels);
+          }
+        });
+      }
       const int64_t chunks = (span_count + chunk_tiles_ - 1) / chunk_tiles_;
       parallelForRanges(chunks * groups_, cost_per_item, args.num_threads, [&](int64_t range, int64_t begin, int64_t end) {
-        float* range_products = products + range * productFloats();  // [term][tile of the chunk][group's channels]
+        // [term][tile of the chunk][C] with own input, then [term][tile of the chunk][group's channels]
+        float* own = shared + sharedFloats() + range * rangeFloats();
+        float* products = own_input_ ? own + kTerms * chunk_tiles_ * s.in_channels : own;
         for (int64_t item = begin; item < end; ++item) {
           const int64_t first = item / groups_ * chunk_tiles_, group = item % groups_;
           const int64_t count = std::min(chunk_tiles_, span_count - first);
+          const float* transformed = shared + first * s.in_channels;
+          int64_t term_stride = span_tiles_ * s.in_channels;
+          if (own_input_) {
+            transformed = own;
+            term_stride = chunk_tiles_ * s.in_channels;
+            for (int64_t tile = 0; tile < count; ++tile) {
+              transformInputTile(args, span + first + tile, own + tile * s.in_channels, term_stride);
+            }
+          }
           const int64_t first_block = group * group_blocks_;
           const int64_t blocks = std::min(group_blocks_, s.out_channels / kTileChannels - first_block);
           for (int64_t term = 0; term < kTerms; ++term) {
             for (int64_t block = 0; block < blocks; ++block) {
-              multiplyTerm(term, first_block, block, first, count, transformed, range_products);
+              multiplyTerm(term, first_block + block, block, count, transformed + term * term_stride, products);
             }
           }
           for (int64_t tile = 0; tile < count; ++tile) {
-            transformOutputTile(args, span + first + tile, tile, range_products, first_block * kTileChannels,
+            transformOutputTile(args, span + first + tile, tile, products, first_block * kTileChannels,
                                 blocks * kTileChannels);
           }
         }
@@ -215,6 +240,10 @@ class WinogradConvNhwcKernel final : public Kernel {
 
  private:
   int64_t productFloats() const { return kTerms * chunk_tiles_ * group_blocks_ * kTileChannels; }
+  int64_t sharedFloats() const { return own_input_ ? 0 : kTerms * span_tiles_ * shape_.in_channels; }
+  int64_t rangeFloats() const {
+    return productFloats() + (own_input_ ? kTerms * chunk_tiles_ * shape_.in_channels : 0);
+  }
 
   struct TileOrigin {
     int64_t image, row, column;  // of its first output pixel
@@ -225,9 +254,9 @@ class WinogradConvNhwcKernel final : public Kernel {
     return {tile / per_image, in_image / tiles_w_ * kOutputTile, in_image % tiles_w_ * kOutputTile};
   }
 
-  // transformed[term][slot][c] = (B^T d B)[term] for the input pixels of `tile`; pixels in
+  // to[term * term_stride + c] = (B^T d B)[term] for the input pixels of `tile`; pixels in
   // the padding or past the image are zeros.
-  void transformInputTile(const KernelArgs& args, int64_t tile, int64_t slot, float* transformed) const {
+  void transformInputTile(const KernelArgs& args, int64_t tile, float* to, int64_t term_stride) const {
     const DirectConvShape& s = shape_;
     const TileOrigin at = origin(tile);
     const auto* image = static_cast<const float*>(args.inputs[0]) + at.image * s.in_h * s.in_w * s.in_channels;
@@ -239,7 +268,6 @@ class WinogradConvNhwcKernel final : public Kernel {
                                                                      : nullptr;
       }
     }
-    const int64_t term_stride = span_tiles_ * s.in_channels;
     for (int64_t c = 0; c < s.in_channels; c += 8) {
       Vec8 columns[kInputTile][kInputTile];  // B^T d: row i of the transform, input column j
       for (int j = 0; j < kInputTile; ++j) {
@@ -248,34 +276,32 @@ class WinogradConvNhwcKernel final : public Kernel {
         F::transformInput(column, result);
         for (int i = 0; i < kInputTile; ++i) columns[i][j] = result[i];
       }
-      float* to = transformed + slot * s.in_channels + c;
       for (int i = 0; i < kInputTile; ++i) {
         Vec8 result[kInputTile];
         F::transformInput(columns[i], result);
-        for (int j = 0; j < kInputTile; ++j) store8(to + (i * kInputTile + j) * term_stride, result[j]);
+        for (int j = 0; j < kInputTile; ++j) store8(to + (i * kInputTile + j) * term_stride + c, result[j]);
       }
     }
   }
 
-  // products[term][tile][block's 16 channels] for `count` tiles of the span from `first` on,
-  // block `first_block + block` of the output channels.
-  void multiplyTerm(int64_t term, int64_t first_block, int64_t block, int64_t first, int64_t count,
-                    const float* transformed, float* products) const {
+  // products[term][tile][block's 16 channels] = rows[tile][C] x the term's weights of output
+  // channel block `weight_block`, for `count` tiles.
+  void multiplyTerm(int64_t term, int64_t weight_block, int64_t block, int64_t count, const float* rows,
+                    float* products) const {
     const DirectConvShape& s = shape_;
     const int64_t width = group_blocks_ * kTileChannels;
     const float* weights =
-        packed_.data() + (term * (s.out_channels / kTileChannels) + first_block + block) * s.in_channels * kTileChannels;
-    const float* term_rows = transformed + (term * span_tiles_ + first) * s.in_channels;
+        packed_.data() + (term * (s.out_channels / kTileChannels) + weight_block) * s.in_channels * kTileChannels;
     float* term_products = products + term * chunk_tiles_ * width + block * kTileChannels;
     for (int64_t row = 0; row < count; row += kTileRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kTileRows, count - row));
+      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, count - row));
       const float* in[kTileRows];
       float* out[kTileRows];
-      for (int r = 0; r < rows; ++r) {
-        in[r] = term_rows + (row + r) * s.in_channels;
+      for (int r = 0; r < tile_rows; ++r) {
+        in[r] = rows + (row + r) * s.in_channels;
         out[r] = term_products + (row + r) * width;
       }
-      kRowsFunctions[rows](in, s.in_channels, weights, out);
+      kRowsFunctions[tile_rows](in, s.in_channels, weights, out);
     }
   }
 
@@ -316,6 +342,7 @@ class WinogradConvNhwcKernel final : public Kernel {
 
   DirectConvShape shape_;
   int64_t tiles_h_, tiles_w_;
+  bool own_input_ = false;                 // each item transforms its own chunk's input
   int64_t span_tiles_ = 0;                 // of the batch's tiles
   int64_t chunk_tiles_ = 0;                // of a span's tiles
   int64_t groups_ = 0, group_blocks_ = 0;  // of the output channels' blocks of 16
