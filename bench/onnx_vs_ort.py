@@ -1,8 +1,10 @@
 """Estuary against ONNX Runtime and OpenVINO on real models exported from PyTorch, in one run
 on the same machine and thread count: median and p90 latency, peak RSS, and Estuary's
 conversion time against the others' session creation and model compilation. Each table
-starts with the CPU model and the machine's memory read rate (build/bin/bandwidth_probe), the
-bar for the memory-bound GPT-2 decode step, whose weight streaming rate follows the table.
+starts with the CPU model, the machine's memory read rate (build/bin/bandwidth_probe), the
+bar for the memory-bound GPT-2 decode step, whose weight streaming rate follows the table, and
+its f32 FMA rate (build/bin/fma_probe), the bar for compute-bound products such as the
+encoder's.
 
     .venvs/torch/bin/python bench/onnx_vs_ort.py                # every model, 1 and 2 threads
     .venvs/torch/bin/python bench/onnx_vs_ort.py --models resnet50 --threads 1 --batches 1
@@ -124,14 +126,15 @@ def measure(engine, onnx_path, inputs_path, threads, args):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def bandwidth_probe(threads):
-    """The machine's memory read rate in GB/s per thread count, or None without the probe."""
-    probe = os.path.join(ROOT, "build", "bin", "bandwidth_probe")
+def machine_probe(binary, key, threads):
+    """A rate per thread count from build/bin/BINARY --json (bandwidth_probe: the memory read rate
+    in GB/s; fma_probe: the f32 FMA rate in GFLOP/s), or None without the probe."""
+    probe = os.path.join(ROOT, "build", "bin", binary)
     if not os.path.exists(probe):
         return None
     command = [probe, "--json"] + [arg for count in threads for arg in ("--threads", str(count))]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
-    return {row["threads"]: row["gb_per_s"] for row in map(json.loads, done.stdout.splitlines())}
+    return {row["threads"]: row[key] for row in map(json.loads, done.stdout.splitlines())}
 
 
 def weight_bytes(onnx_path):
@@ -195,10 +198,14 @@ def compare(engines, args):
     print(f"CPU: {common.cpu_model()}; Estuary's kernel tuning {args.tuning}")
     if args.busy:
         print(f"{args.busy} other process{'es' if args.busy > 1 else ''} spinning on the CPU throughout (--busy)")
-    probe = bandwidth_probe(args.threads)
+    probe = machine_probe("bandwidth_probe", "gb_per_s", args.threads)
     if probe:
         print("memory read rate (build/bin/bandwidth_probe, 512 MiB): " +
               ", ".join(f"{rate:.1f} GB/s at {count} thread{'s' if count > 1 else ''}" for count, rate in probe.items()))
+    compute = machine_probe("fma_probe", "gflops", args.threads)
+    if compute:
+        print("f32 FMA rate (build/bin/fma_probe), the bar for large products: " +
+              ", ".join(f"{rate:.0f} GFLOP/s at {count} thread{'s' if count > 1 else ''}" for count, rate in compute.items()))
     others = engines[1:]
     names = [ENGINE_NAMES[engine] for engine in engines]
     print("| model | batch | threads | " + " | ".join(f"{name} median / p90 ms" for name in names) + " | " +

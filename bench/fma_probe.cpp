@@ -1,0 +1,106 @@
+// The rate at which this machine multiplies and adds f32 values: fused multiply-adds on the
+// widest vectors the build targets (-march of Estuary's kernels), with enough independent
+// chains to fill every FMA unit, from 1 thread and from all. It is the bar for
+// compute-bound runs: a product of large matrices can go no faster than this, in any engine.
+//
+//   build/bin/fma_probe                      1 and all threads
+//   build/bin/fma_probe --threads 2 --repeats 9 --json
+//
+// Each figure is the median over the repeats of flops (2 a lane per FMA) / seconds.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+#if defined(__AVX512F__)
+constexpr int kLanes = 16;
+#elif defined(__AVX__)
+constexpr int kLanes = 8;
+#else
+constexpr int kLanes = 4;
+#endif
+using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+
+// Chains in flight per thread: FMA latency (4-5 cycles) x 2 units, and a few more, within the
+// 16 vector registers of AVX2.
+constexpr int kChains = 12;
+constexpr long kSteps = 20'000'000;
+
+float fmaChains(float seed) {
+  Vec acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = Vec{} + seed * static_cast<float>(c + 1);
+  const Vec scale = Vec{} + 0.999999f, shift = Vec{} + 1e-7f;
+  for (long step = 0; step < kSteps; ++step) {
+    for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * scale + shift;
+  }
+  float total = 0;
+  for (int c = 0; c < kChains; ++c) {
+    for (int lane = 0; lane < kLanes; ++lane) total += acc[c][lane];
+  }
+  return total;
+}
+
+double medianGflops(int threads, int repeats, float& sink) {
+  std::vector<double> rates;
+  for (int r = 0; r <= repeats; ++r) {  // the first pass warms the threads and the clocks
+    auto started = std::chrono::steady_clock::now();
+    float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    total += fmaChains(static_cast<float>(omp_get_thread_num() + 1));
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    sink += total;
+    if (r > 0) rates.push_back(2.0 * kLanes * kChains * static_cast<double>(kSteps) * threads / seconds / 1e9);
+  }
+  std::nth_element(rates.begin(), rates.begin() + repeats / 2, rates.end());
+  return rates[repeats / 2];
+}
+
+int usage(const char* program) {
+  std::fprintf(stderr, "usage: %s [--threads N]... [--repeats N] [--json]\n", program);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeats = 5;
+  bool json = false;
+  std::vector<int> thread_counts;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto number = [&]() -> long {
+      if (i + 1 >= argc) return -1;
+      char* end = nullptr;
+      long value = std::strtol(argv[++i], &end, 10);
+      return *end == '\0' && value > 0 ? value : -1;
+    };
+    long value = 0;
+    if (arg == "--json") {
+      json = true;
+    } else if (arg == "--threads" && (value = number()) > 0) {
+      thread_counts.push_back(static_cast<int>(value));
+    } else if (arg == "--repeats" && (value = number()) > 0) {
+      repeats = static_cast<int>(value);
+    } else {
+      return usage(argv[0]);
+    }
+  }
+  if (thread_counts.empty()) thread_counts = {1, omp_get_num_procs()};
+  float sink = 0;
+  for (int threads : thread_counts) {
+    const double rate = medianGflops(threads, repeats, sink);
+    if (json) {
+      std::printf("{\"threads\": %d, \"lanes\": %d, \"gflops\": %.1f}\n", threads, kLanes, rate);
+    } else {
+      std::printf("f32 FMA on %d-lane vectors, %d thread%s: %.1f GFLOP/s\n", kLanes, threads, threads == 1 ? "" : "s",
+                  rate);
+    }
+  }
+  return sink == 42 ? 1 : 0;  // keeps the sums alive
+}
