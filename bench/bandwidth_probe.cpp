@@ -12,10 +12,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <vector>
+
+#include "probe_options.h"
 
 namespace {
 
@@ -44,50 +44,21 @@ double medianGbPerSecond(const std::vector<uint64_t>& buffer, int threads, int r
   return rates[repeats / 2];
 }
 
-int usage(const char* program) {
-  std::fprintf(stderr, "usage: %s [--mib N] [--threads N]... [--repeats N] [--json]\n", program);
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t mib = 512;
-  int repeats = 7;
-  bool json = false;
-  std::vector<int> thread_counts;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto number = [&]() -> long {
-      if (i + 1 >= argc) return -1;
-      char* end = nullptr;
-      long value = std::strtol(argv[++i], &end, 10);
-      return *end == '\0' && value > 0 ? value : -1;
-    };
-    long value = 0;
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--mib" && (value = number()) > 0) {
-      mib = static_cast<size_t>(value);
-    } else if (arg == "--threads" && (value = number()) > 0) {
-      thread_counts.push_back(static_cast<int>(value));
-    } else if (arg == "--repeats" && (value = number()) > 0) {
-      repeats = static_cast<int>(value);
-    } else {
-      return usage(argv[0]);
-    }
-  }
-  if (thread_counts.empty()) thread_counts = {1, omp_get_num_procs()};
+  const std::optional<ProbeOptions> options = parseProbeOptions(argc, argv, 7, 512);
+  if (!options) return 2;
   // Filled with distinct values so that no page is shared (a zeroed buffer maps one page).
-  std::vector<uint64_t> buffer((mib << 20) / sizeof(uint64_t));
+  std::vector<uint64_t> buffer((options->mib << 20) / sizeof(uint64_t));
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = i;
   uint64_t sink = 0;
-  for (size_t k = 0; k < thread_counts.size(); ++k) {
-    double rate = medianGbPerSecond(buffer, thread_counts[k], repeats, sink);
-    if (json) {
-      std::printf("{\"threads\": %d, \"mib\": %zu, \"gb_per_s\": %.2f}\n", thread_counts[k], mib, rate);
+  for (size_t k = 0; k < options->thread_counts.size(); ++k) {
+    double rate = medianGbPerSecond(buffer, options->thread_counts[k], options->repeats, sink);
+    if (options->json) {
+      std::printf("{\"threads\": %d, \"mib\": %zu, \"gb_per_s\": %.2f}\n", options->thread_counts[k], options->mib, rate);
     } else {
-      std::printf("read of %zu MiB, %d thread%s: %.1f GB/s\n", mib, thread_counts[k], thread_counts[k] == 1 ? "" : "s", rate);
+      std::printf("read of %zu MiB, %d thread%s: %.1f GB/s\n", options->mib, options->thread_counts[k], options->thread_counts[k] == 1 ? "" : "s", rate);
     }
   }
   return sink == 42 ? 1 : 0;  // keeps the sums alive

@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 #include <vector>
+
+#include "probe_options.h"
 
 namespace {
 
@@ -61,41 +61,15 @@ double medianGflops(int threads, int repeats, float& sink) {
   return rates[repeats / 2];
 }
 
-int usage(const char* program) {
-  std::fprintf(stderr, "usage: %s [--threads N]... [--repeats N] [--json]\n", program);
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  int repeats = 5;
-  bool json = false;
-  std::vector<int> thread_counts;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto number = [&]() -> long {
-      if (i + 1 >= argc) return -1;
-      char* end = nullptr;
-      long value = std::strtol(argv[++i], &end, 10);
-      return *end == '\0' && value > 0 ? value : -1;
-    };
-    long value = 0;
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--threads" && (value = number()) > 0) {
-      thread_counts.push_back(static_cast<int>(value));
-    } else if (arg == "--repeats" && (value = number()) > 0) {
-      repeats = static_cast<int>(value);
-    } else {
-      return usage(argv[0]);
-    }
-  }
-  if (thread_counts.empty()) thread_counts = {1, omp_get_num_procs()};
+  const std::optional<ProbeOptions> options = parseProbeOptions(argc, argv, 5, 0);
+  if (!options) return 2;
   float sink = 0;
-  for (int threads : thread_counts) {
-    const double rate = medianGflops(threads, repeats, sink);
-    if (json) {
+  for (int threads : options->thread_counts) {
+    const double rate = medianGflops(threads, options->repeats, sink);
+    if (options->json) {
       std::printf("{\"threads\": %d, \"lanes\": %d, \"gflops\": %.1f}\n", threads, kLanes, rate);
     } else {
       std::printf("f32 FMA on %d-lane vectors, %d thread%s: %.1f GFLOP/s\n", kLanes, threads, threads == 1 ? "" : "s",
