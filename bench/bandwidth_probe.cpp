@@ -53,12 +53,12 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> buffer((options->mib << 20) / sizeof(uint64_t));
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = i;
   uint64_t sink = 0;
-  for (size_t k = 0; k < options->thread_counts.size(); ++k) {
-    double rate = medianGbPerSecond(buffer, options->thread_counts[k], options->repeats, sink);
+  for (int threads : options->thread_counts) {
+    const double rate = medianGbPerSecond(buffer, threads, options->repeats, sink);
     if (options->json) {
-      std::printf("{\"threads\": %d, \"mib\": %zu, \"gb_per_s\": %.2f}\n", options->thread_counts[k], options->mib, rate);
+      std::printf("{\"threads\": %d, \"mib\": %zu, \"gb_per_s\": %.2f}\n", threads, options->mib, rate);
     } else {
-      std::printf("read of %zu MiB, %d thread%s: %.1f GB/s\n", options->mib, options->thread_counts[k], options->thread_counts[k] == 1 ? "" : "s", rate);
+      std::printf("read of %zu MiB, %d thread%s: %.1f GB/s\n", options->mib, threads, threads == 1 ? "" : "s", rate);
     }
   }
   return sink == 42 ? 1 : 0;  // keeps the sums alive

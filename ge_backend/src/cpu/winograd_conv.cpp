@@ -188,7 +188,9 @@ class WinogradConvNhwcKernel final : public Kernel {
   std::optional<size_t> inPlaceInput(size_t output) const override {
     return output == 0 ? residual_ : std::nullopt;
   }
-  size_t scratchBytes() const override { return static_cast<size_t>(sharedFloats() + ranges_ * rangeFloats()) * sizeof(float); }
+  size_t scratchBytes() const override {
+    return static_cast<size_t>(sharedFloats() + ranges_ * rangeFloats()) * sizeof(float);
+  }
 
   void run(const KernelArgs& args, KernelState*) const override {
     const DirectConvShape& s = shape_;
@@ -206,7 +208,7 @@ class WinogradConvNhwcKernel final : public Kernel {
         });
       }
       const int64_t chunks = (span_count + chunk_tiles_ - 1) / chunk_tiles_;
-      parallelForRanges(chunks * groups_, cost_per_item, args.num_threads, [&](int64_t range, int64_t begin, int64_t end) {
+      auto multiplyItems = [&](int64_t range, int64_t begin, int64_t end) {
         // [term][tile of the chunk][C] with own input, then [term][tile of the chunk][group's channels]
         float* own = shared + sharedFloats() + range * rangeFloats();
         float* products = own_input_ ? own + kTerms * chunk_tiles_ * s.in_channels : own;
@@ -234,7 +236,8 @@ class WinogradConvNhwcKernel final : public Kernel {
                                 blocks * kTileChannels);
           }
         }
-      });
+      };
+      parallelForRanges(chunks * groups_, cost_per_item, args.num_threads, multiplyItems);
     }
   }
 
