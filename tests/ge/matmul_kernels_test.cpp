@@ -131,63 +131,75 @@ TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
 
 // Products with at most four rows on the left run on the own GEMV kernel (cpu/gemv.h), which
 // reads B where it is stored: K x N, or N x K behind a folded Transpose or Gemm's transB.
-// Sizes make many shards (several per thread), with K and N multiples of neither the four
-// rows taken at once nor the vector width.
+// Sizes make many shards (several per thread), with K and N multiples of neither the rows a
+// pass reads nor the vector width. In bf16 the kernel reads the weights as bf16 (rows of
+// 4 KB and more 8 at a time, shorter ones 4 at a time with the next ones prefetched, as are
+// the columns stored N x K) and computes in f32.
 TEST(MatMulKernels, FewRowsRunOnTheGemvKernelInEitherLayout) {
   struct Case {
     std::vector<int64_t> a;
     int64_t n;
     bool transposed;
   };
-  for (const Case& c : {Case{{1, 1001}, 300, false}, Case{{3, 1, 77}, 130, false}, Case{{4, 257}, 33, false},
-                        Case{{2, 1, 1000}, 301, true}, Case{{1, 37}, 5, true}, Case{{1003}, 17, false}}) {
-    const int64_t k = c.a.back();
-    TestTensor a = inputFor(DType::F32, c.a, 1);
-    TestTensor b = inputFor(DType::F32, {k, c.n}, 2);
-    TestTensor stored = b;  // B as the graph holds it
-    if (c.transposed) {
-      stored.dims = {c.n, k};
-      for (int64_t i = 0; i < k; ++i) {
-        for (int64_t j = 0; j < c.n; ++j) stored.values[j * k + i] = b.values[i * c.n + j];
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (const Case& c : {Case{{1, 1001}, 300, false}, Case{{3, 1, 77}, 130, false}, Case{{4, 257}, 33, false},
+                          Case{{2, 203}, 2100, false}, Case{{2, 1, 1000}, 301, true}, Case{{1, 37}, 5, true},
+                          Case{{1003}, 17, false}}) {
+      const int64_t k = c.a.back();
+      TestTensor a = inputFor(dtype, c.a, 1);
+      TestTensor b = inputFor(dtype, {k, c.n}, 2);
+      TestTensor stored = b;  // B as the graph holds it
+      if (c.transposed) {
+        stored.dims = {c.n, k};
+        for (int64_t i = 0; i < k; ++i) {
+          for (int64_t j = 0; j < c.n; ++j) stored.values[j * k + i] = b.values[i * c.n + j];
+        }
       }
+      TestTensor expected = referenceMatMul(a, b, dtype);
+      // A Transpose of a constant would be folded into a plain constant: the transposed B is
+      // an input.
+      std::string text = "graph @g(%a: " + a.type() + (c.transposed ? ", %w: " + stored.type() + ") {\n"
+                                                                     : ") {\n" + constantLine("w", stored));
+      if (c.transposed) text += "  %b = Transpose(%w) {perm = [1, 0]} : " + b.type() + "\n";
+      text += std::string("  %y = MatMul(%a, ") + (c.transposed ? "%b" : "%w") + ") : " + expected.type() +
+              "\n  return %y\n}";
+      const std::string what = "MatMul " + dtypeText(dtype) + " " + dimsText(c.a) + " x " + dimsText(b.dims) +
+                               (c.transposed ? " (transB)" : "");
+      std::vector<TestTensor> inputs{a};
+      if (c.transposed) inputs.push_back(stored);
+      RunResult two = runGraph(text, inputs, 2);
+      const std::string kernel = std::string(c.transposed ? "cpu:gemv(transB)" : "cpu:gemv") +
+                                 (dtype == DType::BF16 ? " bf16 weights" : "");
+      EXPECT_TRUE(usesKernel(two, kernel)) << what << ": " << two.kernels[0];
+      expectNear(two.outputs[0], expected.values, toleranceFor(dtype, k), 1e-6, what);
+      // The split into shards depends on the shape only: one thread gives the same bits.
+      RunResult one = runGraph(text, inputs, 1);
+      EXPECT_EQ(one.outputs[0].values, two.outputs[0].values) << what;
     }
-    TestTensor expected = referenceMatMul(a, b, DType::F32);
-    // A Transpose of a constant would be folded into a plain constant: the transposed B is
-    // an input.
-    std::string text = "graph @g(%a: " + a.type() + (c.transposed ? ", %w: " + stored.type() + ") {\n"
-                                                                   : ") {\n" + constantLine("w", stored));
-    if (c.transposed) text += "  %b = Transpose(%w) {perm = [1, 0]} : " + b.type() + "\n";
-    text += std::string("  %y = MatMul(%a, ") + (c.transposed ? "%b" : "%w") + ") : " + expected.type() +
-            "\n  return %y\n}";
-    const std::string what = "MatMul " + dimsText(c.a) + " x " + dimsText(b.dims) + (c.transposed ? " (transB)" : "");
-    std::vector<TestTensor> inputs{a};
-    if (c.transposed) inputs.push_back(stored);
-    RunResult two = runGraph(text, inputs, 2);
-    EXPECT_TRUE(usesKernel(two, c.transposed ? "cpu:gemv(transB)" : "cpu:gemv")) << what << ": " << two.kernels[0];
-    expectNear(two.outputs[0], expected.values, toleranceFor(DType::F32, k), 1e-6, what);
-    // The split into shards depends on the shape only: one thread gives the same bits.
-    RunResult one = runGraph(text, inputs, 1);
-    EXPECT_EQ(one.outputs[0].values, two.outputs[0].values) << what;
   }
 }
 
+// alpha A B^T + C with C one value per column: in bf16, C is widened on each run.
 TEST(GemmKernels, FewRowsRunOnTheGemvKernelWithAlphaAndC) {
-  TestTensor a = inputFor(DType::F32, {2, 300}, 1), b = inputFor(DType::F32, {50, 300}, 2);
-  TestTensor c = inputFor(DType::F32, {50}, 3);
-  RunResult result = runGraph(
-      "graph @g(%a: f32[2,300], %b: f32[50,300], %c: f32[50]) {\n"
-      "  %y = Gemm(%a, %b, %c) {alpha = 0.5, transB = 1} : f32[2,50]\n  return %y\n}",
-      {a, b, c});
-  EXPECT_TRUE(usesKernel(result, "cpu:gemv(transB)")) << result.kernels[0];
-  std::vector<double> expected(100);
-  for (int i = 0; i < 2; ++i) {
-    for (int j = 0; j < 50; ++j) {
-      double sum = 0;
-      for (int p = 0; p < 300; ++p) sum += a.values[i * 300 + p] * b.values[j * 300 + p];
-      expected[i * 50 + j] = 0.5 * sum + c.values[j];
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    TestTensor a = inputFor(dtype, {2, 300}, 1), b = inputFor(dtype, {50, 300}, 2);
+    TestTensor c = inputFor(dtype, {50}, 3);
+    const std::string t = dtypeText(dtype);
+    RunResult result = runGraph(
+        "graph @g(%a: " + t + "[2,300], %b: " + t + "[50,300], %c: " + t + "[50]) {\n"
+        "  %y = Gemm(%a, %b, %c) {alpha = 0.5, transB = 1} : " + t + "[2,50]\n  return %y\n}",
+        {a, b, c});
+    EXPECT_TRUE(usesKernel(result, "cpu:gemv(transB)")) << result.kernels[0];
+    std::vector<double> expected(100);
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 50; ++j) {
+        double sum = 0;
+        for (int p = 0; p < 300; ++p) sum += a.values[i * 300 + p] * b.values[j * 300 + p];
+        expected[i * 50 + j] = 0.5 * sum + c.values[j];
+      }
     }
+    expectNear(result.outputs[0], expected, toleranceFor(dtype, 300), 1e-6, "Gemm " + t + " alpha = 0.5, transB, C");
   }
-  expectNear(result.outputs[0], expected, toleranceFor(DType::F32, 300), 1e-6, "Gemm alpha = 0.5, transB, C");
 }
 
 // Column blocks (cpu/column_blocks.h) on B as an input, as an input read transposed (a

@@ -1,7 +1,11 @@
 #include "cpu/gemv.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "estuary/ge/kernel_helpers.h"
 #include "worker_pool.h"
@@ -27,6 +31,48 @@ inline Vec loadVec(const float* from) {
   return v;
 }
 inline void storeVec(float* to, Vec v) { std::memcpy(to, &v, sizeof v); }
+// B's elements widened to f32 in registers. bf16 weights are read as they are stored, half
+// the bytes of f32, which is what a product bound by reading B gains from them (a decode
+// step in bf16 on a CPU without bf16 instructions, where oneDNN has only reference kernels).
+inline Vec loadWeights(const float* from) { return loadVec(from); }
+inline Vec loadWeights(const BFloat16* from) {
+  static_assert(sizeof(BFloat16) == sizeof(uint16_t));
+#if defined(__AVX512F__)
+  const __m512i widened = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))), 16);
+  return reinterpret_cast<Vec>(_mm512_castsi512_ps(widened));
+#elif defined(__AVX2__)
+  // One vpmovzxwd: GCC 12 splits __builtin_convertvector's 8 x u16 -> 8 x u32 into two
+  // halves and an insert, which made the loop compute-bound at half the memory's rate.
+  const __m256i widened = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from))), 16);
+  return reinterpret_cast<Vec>(_mm256_castsi256_ps(widened));
+#else
+  Vec v;
+  for (int64_t i = 0; i < kLanes; ++i) v[i] = toFloat(from[i]);
+  return v;
+#endif
+}
+// Prefetches the Elements weights at `from`, in the block that a loop reads next: C columns
+// stored N x K, or a pass's rows stored K x N. Such a block is read as interleaved runs of k
+// or n values, and in bf16 runs of less than a few KB are too short for the hardware
+// prefetchers to reach the memory's rate: the LM head's 50257 x 768 bf16 weights came in at
+// 9-10 GB/s without this and 13-15 with it, f32's rate (Zen 3). f32's runs are twice as
+// long, and prefetching them measured no gain.
+template <int64_t Elements, typename W>
+inline void prefetchNext(const W* from) {
+  if constexpr (std::is_same_v<W, BFloat16>) {
+    constexpr int64_t bytes = Elements * static_cast<int64_t>(sizeof(W));
+    const char* first = reinterpret_cast<const char*>(from);
+    if constexpr (bytes >= 64) {
+      for (int64_t byte = 0; byte < bytes; byte += 64) __builtin_prefetch(first + byte, 0, 3);
+    } else if (reinterpret_cast<uintptr_t>(first) % 64 < bytes) {
+      __builtin_prefetch(first, 0, 3);  // once per line: steps of `bytes` land once in each
+    }
+  }
+}
+
+inline float weightAt(const float* w, int64_t i) { return w[i]; }
+inline float weightAt(const BFloat16* w, int64_t i) { return toFloat(w[i]); }
+
 inline float sumLanes(Vec v) {
   float sum = 0.f;
   for (int64_t i = 0; i < kLanes; ++i) sum += v[i];
@@ -49,34 +95,45 @@ int64_t unitsPerShard(int64_t units, int64_t bytes_per_unit, int64_t at_least) {
   return std::max(per_shard, (units + kMaxShards - 1) / kMaxShards);
 }
 
+// How a pass over the partial sums reads B stored K x N. f32: 4 rows. bf16 rows of 4 KB
+// and more: 8 rows, the same bytes of B per partial sum loaded and stored as 4 of f32. A
+// pass over shorter bf16 rows reads 4 and prefetches the next pass's rows (prefetchNext),
+// its runs being too short for the hardware prefetchers. One thread of Zen 3, GB/s:
+// 3072 x 768: f32 15-17, bf16 4 rows 9, 8 rows 10, 4 rows prefetched 13.5; 768 x 3072:
+// f32 17-21, bf16 4 rows 13-14, 8 rows 16-18, prefetched 13-14.
+constexpr int64_t kLongRowBytes = 4096;
+
 // partial (R x n) += A[:, k0:k1] B[k0:k1, :] for B stored K x N: reads rows k0..k1 of B
-// once, front to back, four at a time.
-template <int R>
-void accumulateRows(const float* a, int64_t k, const float* b, int64_t n, int64_t k0, int64_t k1, float* partial) {
+// once, front to back, kPass at a time.
+template <int R, int kPass, bool kPrefetch, typename W>
+void accumulateRows(const float* a, int64_t k, const W* b, int64_t n, int64_t k0, int64_t k1, float* partial) {
   int64_t row = k0;
-  for (; row + 4 <= k1; row += 4) {
-    const float* w0 = b + row * n;
-    const float* w1 = w0 + n;
-    const float* w2 = w1 + n;
-    const float* w3 = w2 + n;
+  for (; row + kPass <= k1; row += kPass) {
+    const W* w = b + row * n;
     for (int r = 0; r < R; ++r) {
-      const float* x = a + r * k + row;
-      const float x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+      float x[kPass];
+      for (int i = 0; i < kPass; ++i) x[i] = a[r * k + row + i];
       float* p = partial + r * n;
       int64_t j = 0;
       for (; j + kLanes <= n; j += kLanes) {
-        storeVec(p + j, loadVec(p + j) + x0 * loadVec(w0 + j) + x1 * loadVec(w1 + j) + x2 * loadVec(w2 + j) +
-                            x3 * loadVec(w3 + j));
+        if (kPrefetch && r == 0 && row + 2 * kPass <= k1) prefetchNext<kPass * kLanes>(w + kPass * n + kPass * j);
+        Vec sum = loadVec(p + j);
+        for (int i = 0; i < kPass; ++i) sum += x[i] * loadWeights(w + i * n + j);
+        storeVec(p + j, sum);
       }
-      for (; j < n; ++j) p[j] += x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j];
+      for (; j < n; ++j) {
+        float sum = p[j];
+        for (int i = 0; i < kPass; ++i) sum += x[i] * weightAt(w, i * n + j);
+        p[j] = sum;
+      }
     }
   }
   for (; row < k1; ++row) {
-    const float* w = b + row * n;
+    const W* w = b + row * n;
     for (int r = 0; r < R; ++r) {
       const float x = a[r * k + row];
       float* p = partial + r * n;
-      for (int64_t j = 0; j < n; ++j) p[j] += x * w[j];
+      for (int64_t j = 0; j < n; ++j) p[j] += x * weightAt(w, j);
     }
   }
 }
@@ -85,23 +142,24 @@ void accumulateRows(const float* a, int64_t k, const float* b, int64_t n, int64_
 // with a row of storage, read once. C rows of storage are read side by side: one sequential
 // stream keeps too few reads in flight to reach the memory's bandwidth. Returns the first
 // column not done (fewer than C were left).
-template <int R, int C>
-int64_t dotColumns(const float* a, int64_t k, const float* bt, int64_t n, int64_t n0, int64_t n1, float* y) {
+template <int R, int C, typename W>
+int64_t dotColumns(const float* a, int64_t k, const W* bt, int64_t n, int64_t n0, int64_t n1, float* y) {
   int64_t col = n0;
   for (; col + C <= n1; col += C) {
-    const float* w = bt + col * k;
+    const W* w = bt + col * k;
     Vec acc[R][C] = {};
     int64_t i = 0;
     for (; i + kLanes <= k; i += kLanes) {
+      if (col + 2 * C <= n1) prefetchNext<C * kLanes>(w + C * k + C * i);
       for (int c = 0; c < C; ++c) {
-        const Vec wc = loadVec(w + c * k + i);
+        const Vec wc = loadWeights(w + c * k + i);
         for (int r = 0; r < R; ++r) acc[r][c] += loadVec(a + r * k + i) * wc;
       }
     }
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < C; ++c) {
         float sum = sumLanes(acc[r][c]);
-        for (int64_t j = i; j < k; ++j) sum += a[r * k + j] * w[c * k + j];
+        for (int64_t j = i; j < k; ++j) sum += a[r * k + j] * weightAt(w, c * k + j);
         y[r * n + col + c] = sum;
       }
     }
@@ -109,8 +167,8 @@ int64_t dotColumns(const float* a, int64_t k, const float* bt, int64_t n, int64_
   return col;
 }
 
-template <int R>
-void dotRows(const float* a, int64_t k, const float* bt, int64_t n, int64_t n0, int64_t n1, float* y) {
+template <int R, typename W>
+void dotRows(const float* a, int64_t k, const W* bt, int64_t n, int64_t n0, int64_t n1, float* y) {
   constexpr int C = R == 1 ? 4 : R == 2 ? 2 : 1;  // R x C accumulators fit the registers
   const int64_t done = dotColumns<R, C>(a, k, bt, n, n0, n1, y);
   if constexpr (C > 1) dotColumns<R, 1>(a, k, bt, n, done, n1, y);
@@ -124,20 +182,53 @@ struct GemvStep {
   float alpha = 0.f, beta = 0.f;
   size_t input = 0;
   bool per_column = false;  // the operand holds n values, one per column
+  bool bf16 = false;        // the operand is bf16, widened into the scratch memory on each run
+  int64_t widened = 0;      // where, in floats from the scratch memory's start
 };
 
+// Which of A, y and the step operands are bf16: the kernel widens A and the operands into
+// its scratch memory first (a few rows: nothing next to B), computes y in f32 there and
+// rounds it to bf16 at the end, so that only B, the bytes that bound it, stays 16-bit.
+struct GemvTypes {
+  bool a_bf16 = false, out_bf16 = false;
+};
+
+// Widens `count` bf16 values at `from` into `to`.
+void widenInto(const void* from, int64_t count, float* to) {
+  const auto* values = static_cast<const BFloat16*>(from);
+  for (int64_t i = 0; i < count; ++i) to[i] = toFloat(values[i]);
+}
+
+template <typename W>
 class GemvKernel final : public Kernel {
  public:
-  GemvKernel(int rows, int64_t k, int64_t n, bool b_transposed, std::vector<GemvStep> steps, int max_threads)
-      : rows_(rows), k_(k), n_(n), b_transposed_(b_transposed), steps_(std::move(steps)), max_threads_(max_threads) {
-    per_shard_ = b_transposed ? unitsPerShard(n, k * 4, 1) : unitsPerShard(k, n * 4, kMinRowsPerShard);
+  GemvKernel(int rows, int64_t k, int64_t n, bool b_transposed, std::vector<GemvStep> steps, GemvTypes types,
+             int max_threads)
+      : rows_(rows), k_(k), n_(n), b_transposed_(b_transposed), steps_(std::move(steps)), types_(types),
+        max_threads_(max_threads) {
+    const int64_t bytes = static_cast<int64_t>(sizeof(W));
+    per_shard_ = b_transposed ? unitsPerShard(n, k * bytes, 1) : unitsPerShard(k, n * bytes, kMinRowsPerShard);
+    if constexpr (std::is_same_v<W, BFloat16>) {
+      short_rows_ = n * bytes < kLongRowBytes;
+      if (!b_transposed) per_shard_ = (per_shard_ + 7) / 8 * 8;  // whole passes of 4 or 8 rows
+    }
     shards_ = ((b_transposed ? n : k) + per_shard_ - 1) / per_shard_;
+    // Scratch, in floats: stored K x N, every shard but the first accumulates into a partial
+    // result of its own; then A, y and the operands widened from bf16.
+    int64_t floats = b_transposed ? 0 : (shards_ - 1) * rows_ * n_;
+    a_widened_ = floats;
+    if (types_.a_bf16) floats += rows_ * k_;
+    y_widened_ = floats;
+    if (types_.out_bf16) floats += rows_ * n_;
+    for (GemvStep& step : steps_) {
+      if (!step.bf16) continue;
+      step.widened = floats;
+      floats += step.per_column ? n_ : rows_ * n_;
+    }
+    scratch_floats_ = floats;
   }
 
-  size_t scratchBytes() const override {
-    // Stored K x N, every shard but the first accumulates into a partial result of its own.
-    return b_transposed_ ? 0 : static_cast<size_t>(shards_ - 1) * rows_ * n_ * sizeof(float);
-  }
+  size_t scratchBytes() const override { return static_cast<size_t>(scratch_floats_) * sizeof(float); }
 
   void run(const KernelArgs& args, KernelState*) const override {
     const int threads = threadsFor(k_ * n_, 1.0, std::min(args.num_threads, max_threads_));
@@ -149,43 +240,66 @@ class GemvKernel final : public Kernel {
     }
   }
 
-  std::string name() const override { return b_transposed_ ? "cpu:gemv(transB)" : "cpu:gemv"; }
+  std::string name() const override {
+    return std::string(b_transposed_ ? "cpu:gemv(transB)" : "cpu:gemv") +
+           (std::is_same_v<W, BFloat16> ? " bf16 weights" : "");
+  }
 
  private:
   template <int R>
   void runRows(const KernelArgs& args, int threads) const {
+    auto* scratch = static_cast<float*>(args.scratch);
     const float* a = static_cast<const float*>(args.inputs[0]);
-    const float* b = static_cast<const float*>(args.inputs[1]);
-    float* y = static_cast<float*>(args.outputs[0]);
+    if (types_.a_bf16) {
+      widenInto(args.inputs[0], rows_ * k_, scratch + a_widened_);
+      a = scratch + a_widened_;
+    }
+    for (const GemvStep& step : steps_) {
+      if (step.bf16) widenInto(args.inputs[step.input], step.per_column ? n_ : rows_ * n_, scratch + step.widened);
+    }
+    const W* b = static_cast<const W*>(args.inputs[1]);
+    float* y = types_.out_bf16 ? scratch + y_widened_ : static_cast<float*>(args.outputs[0]);
     if (b_transposed_) {
       runShards(shards_, threads - 1, [&](int64_t shard) {
         const int64_t n0 = shard * per_shard_, n1 = std::min(n_, n0 + per_shard_);
         dotRows<R>(a, k_, b, n_, n0, n1, y);
-        applySteps(args, y, n0, n1);
+        finish(args, y, n0, n1);
       });
       return;
     }
     // The first shard sums into y, every other one into a partial result of its own; the
     // partials are added in shard order once all of B has been read.
-    float* partials = static_cast<float*>(args.scratch);
+    float* partials = scratch;
     const int64_t result = static_cast<int64_t>(rows_) * n_;
     runShards(shards_, threads - 1, [&](int64_t shard) {
       float* partial = shard == 0 ? y : partials + (shard - 1) * result;
       std::fill(partial, partial + result, 0.f);
       const int64_t k0 = shard * per_shard_;
-      accumulateRows<R>(a, k_, b, n_, k0, std::min(k_, k0 + per_shard_), partial);
+      const int64_t k1 = std::min(k_, k0 + per_shard_);
+      if constexpr (std::is_same_v<W, BFloat16>) {
+        if (short_rows_) {
+          accumulateRows<R, 4, true>(a, k_, b, n_, k0, k1, partial);
+        } else {
+          accumulateRows<R, 8, false>(a, k_, b, n_, k0, k1, partial);
+        }
+      } else {
+        accumulateRows<R, 4, false>(a, k_, b, n_, k0, k1, partial);
+      }
     });
     for (int64_t shard = 1; shard < shards_; ++shard) {
       const float* partial = partials + (shard - 1) * result;
       for (int64_t i = 0; i < result; ++i) y[i] += partial[i];
     }
-    applySteps(args, y, 0, n_);
+    finish(args, y, 0, n_);
   }
 
-  // The epilogue on columns [n0, n1) of every row of y.
-  void applySteps(const KernelArgs& args, float* y, int64_t n0, int64_t n1) const {
+  // The epilogue on columns [n0, n1) of every row of y, then those columns rounded into a
+  // bf16 output.
+  void finish(const KernelArgs& args, float* y, int64_t n0, int64_t n1) const {
+    const auto* scratch = static_cast<const float*>(args.scratch);
     for (const GemvStep& step : steps_) {
-      const float* operand = static_cast<const float*>(args.inputs[step.input]);
+      const float* operand =
+          step.bf16 ? scratch + step.widened : static_cast<const float*>(args.inputs[step.input]);
       for (int r = 0; r < rows_; ++r) {
         float* row = y + r * n_;
         const float* values = step.per_column ? operand : operand ? operand + r * n_ : nullptr;
@@ -210,21 +324,31 @@ class GemvKernel final : public Kernel {
         }
       }
     }
+    if (!types_.out_bf16) return;
+    auto* out = static_cast<BFloat16*>(args.outputs[0]);
+    for (int r = 0; r < rows_; ++r) {
+      for (int64_t j = n0; j < n1; ++j) out[r * n_ + j] = toBFloat16(y[r * n_ + j]);
+    }
   }
 
   int rows_;
   int64_t k_, n_;
   bool b_transposed_;
   std::vector<GemvStep> steps_;
+  GemvTypes types_;
   int max_threads_;
   int64_t per_shard_;  // columns (stored N x K) or rows (K x N) of B per shard
+  bool short_rows_ = false;  // bf16 rows stored K x N shorter than kLongRowBytes
   int64_t shards_;
+  int64_t a_widened_ = 0, y_widened_ = 0, scratch_floats_ = 0;  // in floats
 };
+
+bool isF32OrBf16(DType dtype) { return dtype == DType::F32 || dtype == DType::BF16; }
 
 // An epilogue operand of `desc` applied to a rows x n output of dims `out`: per column
 // (n values, broadcast over rows) or of the output's own shape; nullopt otherwise.
 std::optional<bool> perColumn(const TensorDesc& desc, const TensorDesc& out, int64_t rows, int64_t n) {
-  if (desc.dtype != DType::F32 || desc.layout != Layout::Plain || desc.rank > out.rank) return std::nullopt;
+  if (!isF32OrBf16(desc.dtype) || desc.layout != Layout::Plain || desc.rank > out.rank) return std::nullopt;
   for (int i = 1; i <= desc.rank; ++i) {
     const int64_t d = desc.dims[desc.rank - i];
     if (d != 1 && d != out.dims[out.rank - i]) return std::nullopt;
@@ -241,9 +365,9 @@ std::unique_ptr<Kernel> makeGemvKernel(const KernelBuildContext& context, int64_
   if (rows < 1 || rows > kGemvMaxRows || k < 1 || n < 1) return nullptr;
   const TensorDesc& out = context.output(0);
   for (size_t i : {size_t{0}, size_t{1}}) {
-    if (context.input(i).dtype != DType::F32 || context.input(i).layout != Layout::Plain) return nullptr;
+    if (!isF32OrBf16(context.input(i).dtype) || context.input(i).layout != Layout::Plain) return nullptr;
   }
-  if (out.dtype != DType::F32 || out.layout != Layout::Plain || out.numElements() != rows * n) return nullptr;
+  if (!isF32OrBf16(out.dtype) || out.layout != Layout::Plain || out.numElements() != rows * n) return nullptr;
   std::vector<GemvStep> resolved;
   for (const EpilogueStep& step : steps) {
     GemvStep gemv{step.kind, step.activation, step.alpha, step.beta, step.input};
@@ -256,11 +380,18 @@ std::unique_ptr<Kernel> makeGemvKernel(const KernelBuildContext& context, int64_
       std::optional<bool> per_column = perColumn(context.input(step.input), out, rows, n);
       if (!per_column) return nullptr;
       gemv.per_column = *per_column;
+      gemv.bf16 = context.input(step.input).dtype == DType::BF16;
     }
     resolved.push_back(gemv);
   }
-  return std::make_unique<GemvKernel>(static_cast<int>(rows), k, n, b_transposed, std::move(resolved),
-                                      std::max(1, context.maxThreads()));
+  const GemvTypes types{context.input(0).dtype == DType::BF16, out.dtype == DType::BF16};
+  const int max_threads = std::max(1, context.maxThreads());
+  if (context.input(1).dtype == DType::BF16) {
+    return std::make_unique<GemvKernel<BFloat16>>(static_cast<int>(rows), k, n, b_transposed, std::move(resolved),
+                                                  types, max_threads);
+  }
+  return std::make_unique<GemvKernel<float>>(static_cast<int>(rows), k, n, b_transposed, std::move(resolved), types,
+                                             max_threads);
 }
 
 }  // namespace estuary::ge::cpu

@@ -656,7 +656,7 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
   if (!onednnFloat(dtype)) return epilogue.empty() ? ownMatMul(dtype, shape, trans_b) : nullptr;
   const bool b_is_matrix = std::all_of(shape.b.begin(), shape.b.end() - 2, [](int64_t d) { return d == 1; });
   std::vector<KernelTactic> tactics;
-  if (dtype == DType::F32 && b_is_matrix && a.numElements() <= kGemvMaxRows * shape.k) {
+  if ((dtype == DType::F32 || dtype == DType::BF16) && b_is_matrix && a.numElements() <= kGemvMaxRows * shape.k) {
     tactics.push_back({"cpu:gemv", [&context, &epilogue, &shape, &a, trans_b] {
                          return makeGemvKernel(context, a.numElements() / shape.k, shape.k, shape.n, trans_b,
                                                epilogue.steps);
@@ -711,7 +711,7 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
     }
   }
   std::vector<KernelTactic> tactics;
-  if (dtype == DType::F32 && !trans_a && m <= kGemvMaxRows && (!has_c || beta == 1.0)) {
+  if ((dtype == DType::F32 || dtype == DType::BF16) && !trans_a && m <= kGemvMaxRows && (!has_c || beta == 1.0)) {
     std::vector<EpilogueStep> gemv_steps;
     if (alpha != 1.0) gemv_steps.push_back(EpilogueStep::scale(static_cast<float>(alpha)));
     if (has_c) gemv_steps.push_back(EpilogueStep::residual(2));
