@@ -132,9 +132,9 @@ TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
 // Products with at most four rows on the left run on the own GEMV kernel (cpu/gemv.h), which
 // reads B where it is stored: K x N, or N x K behind a folded Transpose or Gemm's transB.
 // Sizes make many shards (several per thread), with K and N multiples of neither the rows a
-// pass reads nor the vector width. In bf16 the kernel reads the weights as bf16 (rows of
-// 4 KB and more 8 at a time, shorter ones 4 at a time with the next ones prefetched, as are
-// the columns stored N x K) and computes in f32.
+// pass reads nor the vector width. In bf16 the kernel reads the weights as bf16 (8 rows a
+// pass stored K x N, the next pass's rows prefetched, as are the columns stored N x K) and
+// computes in f32.
 TEST(MatMulKernels, FewRowsRunOnTheGemvKernelInEitherLayout) {
   struct Case {
     std::vector<int64_t> a;

@@ -52,20 +52,21 @@ inline Vec loadWeights(const BFloat16* from) {
 #endif
 }
 // Prefetches the Elements weights at `from`, in the block that a loop reads next: C columns
-// stored N x K, or a pass's rows stored K x N. Such a block is read as interleaved runs of k
-// or n values, and in bf16 runs of less than a few KB are too short for the hardware
-// prefetchers to reach the memory's rate: the LM head's 50257 x 768 bf16 weights came in at
-// 9-10 GB/s without this and 13-15 with it, f32's rate (Zen 3). f32's runs are twice as
-// long, and prefetching them measured no gain.
+// stored N x K, or a pass's rows stored K x N, into L2 (in L1 they would wait for fill
+// buffers the loop's own loads need). Such a block is read as interleaved runs of k or n
+// values, and in bf16 runs of a few KB are too short for the hardware prefetchers to reach
+// the memory's rate: the LM head's 50257 x 768 bf16 weights came in at 9-11 GB/s without
+// this and 12-15 with it, f32's rate (Zen 3). f32's runs are twice as long, and prefetching
+// them measured no gain.
 template <int64_t Elements, typename W>
 inline void prefetchNext(const W* from) {
   if constexpr (std::is_same_v<W, BFloat16>) {
     constexpr int64_t bytes = Elements * static_cast<int64_t>(sizeof(W));
     const char* first = reinterpret_cast<const char*>(from);
     if constexpr (bytes >= 64) {
-      for (int64_t byte = 0; byte < bytes; byte += 64) __builtin_prefetch(first + byte, 0, 3);
+      for (int64_t byte = 0; byte < bytes; byte += 64) __builtin_prefetch(first + byte, 0, 2);
     } else if (reinterpret_cast<uintptr_t>(first) % 64 < bytes) {
-      __builtin_prefetch(first, 0, 3);  // once per line: steps of `bytes` land once in each
+      __builtin_prefetch(first, 0, 2);  // once per line: steps of `bytes` land once in each
     }
   }
 }
@@ -95,18 +96,18 @@ int64_t unitsPerShard(int64_t units, int64_t bytes_per_unit, int64_t at_least) {
   return std::max(per_shard, (units + kMaxShards - 1) / kMaxShards);
 }
 
-// How a pass over the partial sums reads B stored K x N. f32: 4 rows. bf16 rows of 4 KB
-// and more: 8 rows, the same bytes of B per partial sum loaded and stored as 4 of f32. A
-// pass over shorter bf16 rows reads 4 and prefetches the next pass's rows (prefetchNext),
-// its runs being too short for the hardware prefetchers. One thread of Zen 3, GB/s:
-// 3072 x 768: f32 15-17, bf16 4 rows 9, 8 rows 10, 4 rows prefetched 13.5; 768 x 3072:
-// f32 17-21, bf16 4 rows 13-14, 8 rows 16-18, prefetched 13-14.
-constexpr int64_t kLongRowBytes = 4096;
+// Rows of B stored K x N a pass over the partial sums reads: 4 of f32; 8 of bf16, the same
+// bytes per partial sum loaded and stored, with the next pass's rows prefetched. One thread
+// of Zen 3, GB/s, f32 / bf16 4 rows / bf16 8 rows / bf16 8 rows prefetched: 768 x 3072:
+// 17-20 / 13-14 / 15-18 / 16.6; 3072 x 768: 15 / 9 / 10-11 / 14-15.
+template <typename W>
+constexpr int kRowsPerPass = std::is_same_v<W, BFloat16> ? 8 : 4;
 
 // partial (R x n) += A[:, k0:k1] B[k0:k1, :] for B stored K x N: reads rows k0..k1 of B
 // once, front to back, kPass at a time.
-template <int R, int kPass, bool kPrefetch, typename W>
+template <int R, typename W>
 void accumulateRows(const float* a, int64_t k, const W* b, int64_t n, int64_t k0, int64_t k1, float* partial) {
+  constexpr int kPass = kRowsPerPass<W>;
   int64_t row = k0;
   for (; row + kPass <= k1; row += kPass) {
     const W* w = b + row * n;
@@ -116,7 +117,7 @@ void accumulateRows(const float* a, int64_t k, const W* b, int64_t n, int64_t k0
       float* p = partial + r * n;
       int64_t j = 0;
       for (; j + kLanes <= n; j += kLanes) {
-        if (kPrefetch && r == 0 && row + 2 * kPass <= k1) prefetchNext<kPass * kLanes>(w + kPass * n + kPass * j);
+        if (r == 0 && row + 2 * kPass <= k1) prefetchNext<kPass * kLanes>(w + kPass * n + kPass * j);
         Vec sum = loadVec(p + j);
         for (int i = 0; i < kPass; ++i) sum += x[i] * loadWeights(w + i * n + j);
         storeVec(p + j, sum);
@@ -208,10 +209,7 @@ class GemvKernel final : public Kernel {
         max_threads_(max_threads) {
     const int64_t bytes = static_cast<int64_t>(sizeof(W));
     per_shard_ = b_transposed ? unitsPerShard(n, k * bytes, 1) : unitsPerShard(k, n * bytes, kMinRowsPerShard);
-    if constexpr (std::is_same_v<W, BFloat16>) {
-      short_rows_ = n * bytes < kLongRowBytes;
-      if (!b_transposed) per_shard_ = (per_shard_ + 7) / 8 * 8;  // whole passes of 4 or 8 rows
-    }
+    if (!b_transposed) per_shard_ = (per_shard_ + kRowsPerPass<W> - 1) / kRowsPerPass<W> * kRowsPerPass<W>;
     shards_ = ((b_transposed ? n : k) + per_shard_ - 1) / per_shard_;
     // Scratch, in floats: stored K x N, every shard but the first accumulates into a partial
     // result of its own; then A, y and the operands widened from bf16.
@@ -275,16 +273,7 @@ class GemvKernel final : public Kernel {
       float* partial = shard == 0 ? y : partials + (shard - 1) * result;
       std::fill(partial, partial + result, 0.f);
       const int64_t k0 = shard * per_shard_;
-      const int64_t k1 = std::min(k_, k0 + per_shard_);
-      if constexpr (std::is_same_v<W, BFloat16>) {
-        if (short_rows_) {
-          accumulateRows<R, 4, true>(a, k_, b, n_, k0, k1, partial);
-        } else {
-          accumulateRows<R, 8, false>(a, k_, b, n_, k0, k1, partial);
-        }
-      } else {
-        accumulateRows<R, 4, false>(a, k_, b, n_, k0, k1, partial);
-      }
+      accumulateRows<R>(a, k_, b, n_, k0, std::min(k_, k0 + per_shard_), partial);
     });
     for (int64_t shard = 1; shard < shards_; ++shard) {
       const float* partial = partials + (shard - 1) * result;
@@ -338,7 +327,6 @@ class GemvKernel final : public Kernel {
   GemvTypes types_;
   int max_threads_;
   int64_t per_shard_;  // columns (stored N x K) or rows (K x N) of B per shard
-  bool short_rows_ = false;  // bf16 rows stored K x N shorter than kLongRowBytes
   int64_t shards_;
   int64_t a_widened_ = 0, y_widened_ = 0, scratch_floats_ = 0;  // in floats
 };
