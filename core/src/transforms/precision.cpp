@@ -13,6 +13,7 @@
 #include "estuary/ops/schema.h"
 #include "estuary/pass/pipeline.h"
 #include "estuary/support/error.h"
+#include "estuary/support/mapped_file.h"
 #include "estuary/transforms/dce.h"
 
 namespace estuary {
@@ -363,8 +364,14 @@ class PrecisionRewrite {
     Node* node = nullptr;
     const bool float_to_float = isComputeFloat(value->dtype()) && (isComputeFloat(dtype) || dtype == DType::F64);
     if (producer && producer->is("Constant") && float_to_float) {
+      const Tensor& source = producer->attr("value")->asTensor();
       node = graph_.createNodeBefore(position, "Constant", {});
-      node->setAttr("value", convert(producer->attr("value")->asTensor(), dtype));
+      node->setAttr("value", convert(source, dtype));
+      // A weight read from a mapped model file is resident in full once converted; its pages
+      // go now rather than when the graph drops the constant, so that a model's f32 weights
+      // and their 16-bit copies are never resident side by side (GPT-2 in bf16: a peak of
+      // 762 MiB against 537 in f32). A later reader faults them in again from the file.
+      releaseMappedPages(source.data(), source.byteSize());
       ++stats_.weights_converted;
     } else if (producer && float_to_float && isWeightView(value)) {
       // A weight seen through Transpose/Reshape (a tied embedding read transposed by the output
