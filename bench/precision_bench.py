@@ -17,7 +17,8 @@ Settings: Estuary in each --modes (origin is its f32 and the reference, always m
 ONNX Runtime in f32 (its CPU execution provider has no bf16 or f16 mode for these ops on x86);
 OpenVINO with INFERENCE_PRECISION_HINT f32 and bf16. A 16-bit mode that Estuary refuses on
 this CPU (fp16 always, since its oneDNN 2.6 has no f16 kernels; bf16 without AVX512-BF16) is
-measured with allow_slow_precision=True and marked "slow" with the reason Estuary gave.
+measured with allow_slow_precision=True and marked "refused by default" with the reason
+Estuary gave (without AVX512-BF16, bf16 is slow except in products of a few rows).
 OpenVINO's worker reports the inference precision it actually compiled with, since it falls
 back to f32 where the CPU lacks bf16.
 
@@ -181,7 +182,7 @@ def uptime():
 def note_of(result, setting):
     engine, precision = setting
     if engine == "estuary" and result.get("slow_because"):
-        return f"slow (refused by default: {result['slow_because']})"
+        return f"refused by default: {result['slow_because']}"
     if engine == "openvino" and precision != "f32":
         effective = result.get("precision", "?")
         return f"compiled as {effective}" + ("" if precision in effective else f"; CPU capabilities "
