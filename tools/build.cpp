@@ -111,8 +111,8 @@ std::vector<OptionDecl> precisionOptionDecls() {
                                  "[...]}, \"black-list\": ..., \"gray-list\": ...}", ""},
       {"keep-dtype", "FILE", "ATC's file of node names (one per line, or OpType::Conv) that keep their dtypes", ""},
       {"allow-slow-precision", "", "build a 16-bit mode even on a CPU without fast kernels for it (slower than fp32, "
-                                   "for checking accuracy; except a bf16 decoder step, whose products of a few rows "
-                                   "read bf16 weights and run faster than fp32)", ""},
+                                   "for checking accuracy; except a bf16 or f16 decoder step, whose products of a few "
+                                   "rows read 16-bit weights and run faster than fp32)", ""},
   };
 }
 

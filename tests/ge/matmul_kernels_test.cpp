@@ -132,16 +132,16 @@ TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
 // Products with at most four rows on the left run on the own GEMV kernel (cpu/gemv.h), which
 // reads B where it is stored: K x N, or N x K behind a folded Transpose or Gemm's transB.
 // Sizes make many shards (several per thread), with K and N multiples of neither the rows a
-// pass reads nor the vector width. In bf16 the kernel reads the weights as bf16 (8 rows a
-// pass stored K x N, the next pass's rows prefetched, as are the columns stored N x K) and
-// computes in f32.
+// pass reads nor the vector width. In bf16 and f16 the kernel reads the weights as they are
+// (8 rows a pass stored K x N, the next pass's rows prefetched, as are the columns stored
+// N x K) and computes in f32; f16 products take it instead of a conversion to f32.
 TEST(MatMulKernels, FewRowsRunOnTheGemvKernelInEitherLayout) {
   struct Case {
     std::vector<int64_t> a;
     int64_t n;
     bool transposed;
   };
-  for (DType dtype : {DType::F32, DType::BF16}) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
     for (const Case& c : {Case{{1, 1001}, 300, false}, Case{{3, 1, 77}, 130, false}, Case{{4, 257}, 33, false},
                           Case{{2, 203}, 2100, false}, Case{{2, 1, 1000}, 301, true}, Case{{1, 37}, 5, true},
                           Case{{1003}, 17, false}}) {
@@ -169,7 +169,7 @@ TEST(MatMulKernels, FewRowsRunOnTheGemvKernelInEitherLayout) {
       if (c.transposed) inputs.push_back(stored);
       RunResult two = runGraph(text, inputs, 2);
       const std::string kernel = std::string(c.transposed ? "cpu:gemv(transB)" : "cpu:gemv") +
-                                 (dtype == DType::BF16 ? " bf16 weights" : "");
+                                 (dtype == DType::F32 ? "" : " " + dtypeText(dtype) + " weights");
       EXPECT_TRUE(usesKernel(two, kernel)) << what << ": " << two.kernels[0];
       expectNear(two.outputs[0], expected.values, toleranceFor(dtype, k), 1e-6, what);
       // The split into shards depends on the shape only: one thread gives the same bits.
@@ -179,9 +179,9 @@ TEST(MatMulKernels, FewRowsRunOnTheGemvKernelInEitherLayout) {
   }
 }
 
-// alpha A B^T + C with C one value per column: in bf16, C is widened on each run.
+// alpha A B^T + C with C one value per column: in bf16 and f16, C is widened on each run.
 TEST(GemmKernels, FewRowsRunOnTheGemvKernelWithAlphaAndC) {
-  for (DType dtype : {DType::F32, DType::BF16}) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
     TestTensor a = inputFor(dtype, {2, 300}, 1), b = inputFor(dtype, {50, 300}, 2);
     TestTensor c = inputFor(dtype, {50}, 3);
     const std::string t = dtypeText(dtype);

@@ -31,9 +31,14 @@ inline Vec loadVec(const float* from) {
   return v;
 }
 inline void storeVec(float* to, Vec v) { std::memcpy(to, &v, sizeof v); }
-// B's elements widened to f32 in registers. bf16 weights are read as they are stored, half
+// Weights of bf16 or f16, which the kernel reads as they are stored.
+template <typename W>
+constexpr bool kSixteenBit = sizeof(W) == 2;
+
+// B's elements widened to f32 in registers. 16-bit weights are read as they are stored, half
 // the bytes of f32, which is what a product bound by reading B gains from them (a decode
-// step in bf16 on a CPU without bf16 instructions, where oneDNN has only reference kernels).
+// step in bf16 or f16 on a CPU without 16-bit dot products, where oneDNN has only reference
+// kernels for bf16 and none for f16).
 inline Vec loadWeights(const float* from) { return loadVec(from); }
 inline Vec loadWeights(const BFloat16* from) {
   static_assert(sizeof(BFloat16) == sizeof(uint16_t));
@@ -54,13 +59,13 @@ inline Vec loadWeights(const BFloat16* from) {
 // Prefetches the Elements weights at `from`, in the block that a loop reads next: C columns
 // stored N x K, or a pass's rows stored K x N, into L2 (in L1 they would wait for fill
 // buffers the loop's own loads need). Such a block is read as interleaved runs of k or n
-// values, and in bf16 runs of a few KB are too short for the hardware prefetchers to reach
+// values, and in 16 bits runs of a few KB are too short for the hardware prefetchers to reach
 // the memory's rate: the LM head's 50257 x 768 bf16 weights came in at 9-11 GB/s without
 // this and 12-15 with it, f32's rate (Zen 3). f32's runs are twice as long, and prefetching
 // them measured no gain.
 template <int64_t Elements, typename W>
 inline void prefetchNext(const W* from) {
-  if constexpr (std::is_same_v<W, BFloat16>) {
+  if constexpr (kSixteenBit<W>) {
     constexpr int64_t bytes = Elements * static_cast<int64_t>(sizeof(W));
     const char* first = reinterpret_cast<const char*>(from);
     if constexpr (bytes >= 64) {
@@ -71,8 +76,22 @@ inline void prefetchNext(const W* from) {
   }
 }
 
+inline Vec loadWeights(const Float16* from) {
+  static_assert(sizeof(Float16) == sizeof(uint16_t));
+#if defined(__AVX512F__)
+  return reinterpret_cast<Vec>(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))));
+#elif defined(__F16C__) && defined(__AVX__)
+  return reinterpret_cast<Vec>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from))));
+#else
+  Vec v;
+  for (int64_t i = 0; i < kLanes; ++i) v[i] = toFloat(from[i]);
+  return v;
+#endif
+}
+
 inline float weightAt(const float* w, int64_t i) { return w[i]; }
 inline float weightAt(const BFloat16* w, int64_t i) { return toFloat(w[i]); }
+inline float weightAt(const Float16* w, int64_t i) { return toFloat(w[i]); }
 
 inline float sumLanes(Vec v) {
   float sum = 0.f;
@@ -96,12 +115,12 @@ int64_t unitsPerShard(int64_t units, int64_t bytes_per_unit, int64_t at_least) {
   return std::max(per_shard, (units + kMaxShards - 1) / kMaxShards);
 }
 
-// Rows of B stored K x N a pass over the partial sums reads: 4 of f32; 8 of bf16, the same
+// Rows of B stored K x N a pass over the partial sums reads: 4 of f32; 8 of 16 bits, the same
 // bytes per partial sum loaded and stored, with the next pass's rows prefetched. One thread
 // of Zen 3, GB/s, f32 / bf16 4 rows / bf16 8 rows / bf16 8 rows prefetched: 768 x 3072:
 // 17-20 / 13-14 / 15-18 / 16.6; 3072 x 768: 15 / 9 / 10-11 / 14-15.
 template <typename W>
-constexpr int kRowsPerPass = std::is_same_v<W, BFloat16> ? 8 : 4;
+constexpr int kRowsPerPass = kSixteenBit<W> ? 8 : 4;
 
 // partial (R x n) += A[:, k0:k1] B[k0:k1, :] for B stored K x N: reads rows k0..k1 of B
 // once, front to back, kPass at a time.
@@ -183,21 +202,26 @@ struct GemvStep {
   float alpha = 0.f, beta = 0.f;
   size_t input = 0;
   bool per_column = false;  // the operand holds n values, one per column
-  bool bf16 = false;        // the operand is bf16, widened into the scratch memory on each run
+  DType dtype = DType::F32;  // bf16 or f16: widened into the scratch memory on each run
   int64_t widened = 0;      // where, in floats from the scratch memory's start
 };
 
-// Which of A, y and the step operands are bf16: the kernel widens A and the operands into
-// its scratch memory first (a few rows: nothing next to B), computes y in f32 there and
-// rounds it to bf16 at the end, so that only B, the bytes that bound it, stays 16-bit.
+// The dtypes of A and y. The kernel widens a 16-bit A and 16-bit step operands into its
+// scratch memory first (a few rows: nothing next to B), computes y in f32 there and rounds
+// it at the end, so that only B, the bytes that bound it, stays 16-bit.
 struct GemvTypes {
-  bool a_bf16 = false, out_bf16 = false;
+  DType a = DType::F32, out = DType::F32;
 };
 
-// Widens `count` bf16 values at `from` into `to`.
-void widenInto(const void* from, int64_t count, float* to) {
-  const auto* values = static_cast<const BFloat16*>(from);
-  for (int64_t i = 0; i < count; ++i) to[i] = toFloat(values[i]);
+// Widens `count` bf16 or f16 values at `from` into `to`.
+void widenInto(DType dtype, const void* from, int64_t count, float* to) {
+  if (dtype == DType::BF16) {
+    const auto* values = static_cast<const BFloat16*>(from);
+    for (int64_t i = 0; i < count; ++i) to[i] = toFloat(values[i]);
+  } else {
+    const auto* values = static_cast<const Float16*>(from);
+    for (int64_t i = 0; i < count; ++i) to[i] = toFloat(values[i]);
+  }
 }
 
 template <typename W>
@@ -212,14 +236,14 @@ class GemvKernel final : public Kernel {
     if (!b_transposed) per_shard_ = (per_shard_ + kRowsPerPass<W> - 1) / kRowsPerPass<W> * kRowsPerPass<W>;
     shards_ = ((b_transposed ? n : k) + per_shard_ - 1) / per_shard_;
     // Scratch, in floats: stored K x N, every shard but the first accumulates into a partial
-    // result of its own; then A, y and the operands widened from bf16.
+    // result of its own; then A, y and the operands widened from 16 bits.
     int64_t floats = b_transposed ? 0 : (shards_ - 1) * rows_ * n_;
     a_widened_ = floats;
-    if (types_.a_bf16) floats += rows_ * k_;
+    if (types_.a != DType::F32) floats += rows_ * k_;
     y_widened_ = floats;
-    if (types_.out_bf16) floats += rows_ * n_;
+    if (types_.out != DType::F32) floats += rows_ * n_;
     for (GemvStep& step : steps_) {
-      if (!step.bf16) continue;
+      if (step.dtype == DType::F32) continue;
       step.widened = floats;
       floats += step.per_column ? n_ : rows_ * n_;
     }
@@ -240,7 +264,7 @@ class GemvKernel final : public Kernel {
 
   std::string name() const override {
     return std::string(b_transposed_ ? "cpu:gemv(transB)" : "cpu:gemv") +
-           (std::is_same_v<W, BFloat16> ? " bf16 weights" : "");
+           (std::is_same_v<W, BFloat16> ? " bf16 weights" : std::is_same_v<W, Float16> ? " f16 weights" : "");
   }
 
  private:
@@ -248,15 +272,17 @@ class GemvKernel final : public Kernel {
   void runRows(const KernelArgs& args, int threads) const {
     auto* scratch = static_cast<float*>(args.scratch);
     const float* a = static_cast<const float*>(args.inputs[0]);
-    if (types_.a_bf16) {
-      widenInto(args.inputs[0], rows_ * k_, scratch + a_widened_);
+    if (types_.a != DType::F32) {
+      widenInto(types_.a, args.inputs[0], rows_ * k_, scratch + a_widened_);
       a = scratch + a_widened_;
     }
     for (const GemvStep& step : steps_) {
-      if (step.bf16) widenInto(args.inputs[step.input], step.per_column ? n_ : rows_ * n_, scratch + step.widened);
+      if (step.dtype != DType::F32) {
+        widenInto(step.dtype, args.inputs[step.input], step.per_column ? n_ : rows_ * n_, scratch + step.widened);
+      }
     }
     const W* b = static_cast<const W*>(args.inputs[1]);
-    float* y = types_.out_bf16 ? scratch + y_widened_ : static_cast<float*>(args.outputs[0]);
+    float* y = types_.out != DType::F32 ? scratch + y_widened_ : static_cast<float*>(args.outputs[0]);
     if (b_transposed_) {
       runShards(shards_, threads - 1, [&](int64_t shard) {
         const int64_t n0 = shard * per_shard_, n1 = std::min(n_, n0 + per_shard_);
@@ -283,12 +309,12 @@ class GemvKernel final : public Kernel {
   }
 
   // The epilogue on columns [n0, n1) of every row of y, then those columns rounded into a
-  // bf16 output.
+  // 16-bit output.
   void finish(const KernelArgs& args, float* y, int64_t n0, int64_t n1) const {
     const auto* scratch = static_cast<const float*>(args.scratch);
     for (const GemvStep& step : steps_) {
       const float* operand =
-          step.bf16 ? scratch + step.widened : static_cast<const float*>(args.inputs[step.input]);
+          step.dtype != DType::F32 ? scratch + step.widened : static_cast<const float*>(args.inputs[step.input]);
       for (int r = 0; r < rows_; ++r) {
         float* row = y + r * n_;
         const float* values = step.per_column ? operand : operand ? operand + r * n_ : nullptr;
@@ -313,10 +339,14 @@ class GemvKernel final : public Kernel {
         }
       }
     }
-    if (!types_.out_bf16) return;
-    auto* out = static_cast<BFloat16*>(args.outputs[0]);
     for (int r = 0; r < rows_; ++r) {
-      for (int64_t j = n0; j < n1; ++j) out[r * n_ + j] = toBFloat16(y[r * n_ + j]);
+      if (types_.out == DType::BF16) {
+        auto* out = static_cast<BFloat16*>(args.outputs[0]) + r * n_;
+        for (int64_t j = n0; j < n1; ++j) out[j] = toBFloat16(y[r * n_ + j]);
+      } else if (types_.out == DType::F16) {
+        auto* out = static_cast<Float16*>(args.outputs[0]) + r * n_;
+        for (int64_t j = n0; j < n1; ++j) out[j] = toFloat16(y[r * n_ + j]);
+      }
     }
   }
 
@@ -331,12 +361,12 @@ class GemvKernel final : public Kernel {
   int64_t a_widened_ = 0, y_widened_ = 0, scratch_floats_ = 0;  // in floats
 };
 
-bool isF32OrBf16(DType dtype) { return dtype == DType::F32 || dtype == DType::BF16; }
+bool isGemvFloat(DType dtype) { return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16; }
 
 // An epilogue operand of `desc` applied to a rows x n output of dims `out`: per column
 // (n values, broadcast over rows) or of the output's own shape; nullopt otherwise.
 std::optional<bool> perColumn(const TensorDesc& desc, const TensorDesc& out, int64_t rows, int64_t n) {
-  if (!isF32OrBf16(desc.dtype) || desc.layout != Layout::Plain || desc.rank > out.rank) return std::nullopt;
+  if (!isGemvFloat(desc.dtype) || desc.layout != Layout::Plain || desc.rank > out.rank) return std::nullopt;
   for (int i = 1; i <= desc.rank; ++i) {
     const int64_t d = desc.dims[desc.rank - i];
     if (d != 1 && d != out.dims[out.rank - i]) return std::nullopt;
@@ -353,9 +383,9 @@ std::unique_ptr<Kernel> makeGemvKernel(const KernelBuildContext& context, int64_
   if (rows < 1 || rows > kGemvMaxRows || k < 1 || n < 1) return nullptr;
   const TensorDesc& out = context.output(0);
   for (size_t i : {size_t{0}, size_t{1}}) {
-    if (!isF32OrBf16(context.input(i).dtype) || context.input(i).layout != Layout::Plain) return nullptr;
+    if (!isGemvFloat(context.input(i).dtype) || context.input(i).layout != Layout::Plain) return nullptr;
   }
-  if (!isF32OrBf16(out.dtype) || out.layout != Layout::Plain || out.numElements() != rows * n) return nullptr;
+  if (!isGemvFloat(out.dtype) || out.layout != Layout::Plain || out.numElements() != rows * n) return nullptr;
   std::vector<GemvStep> resolved;
   for (const EpilogueStep& step : steps) {
     GemvStep gemv{step.kind, step.activation, step.alpha, step.beta, step.input};
@@ -368,15 +398,19 @@ std::unique_ptr<Kernel> makeGemvKernel(const KernelBuildContext& context, int64_
       std::optional<bool> per_column = perColumn(context.input(step.input), out, rows, n);
       if (!per_column) return nullptr;
       gemv.per_column = *per_column;
-      gemv.bf16 = context.input(step.input).dtype == DType::BF16;
+      gemv.dtype = context.input(step.input).dtype;
     }
     resolved.push_back(gemv);
   }
-  const GemvTypes types{context.input(0).dtype == DType::BF16, out.dtype == DType::BF16};
+  const GemvTypes types{context.input(0).dtype, out.dtype};
   const int max_threads = std::max(1, context.maxThreads());
   if (context.input(1).dtype == DType::BF16) {
     return std::make_unique<GemvKernel<BFloat16>>(static_cast<int>(rows), k, n, b_transposed, std::move(resolved),
                                                   types, max_threads);
+  }
+  if (context.input(1).dtype == DType::F16) {
+    return std::make_unique<GemvKernel<Float16>>(static_cast<int>(rows), k, n, b_transposed, std::move(resolved),
+                                                 types, max_threads);
   }
   return std::make_unique<GemvKernel<float>>(static_cast<int>(rows), k, n, b_transposed, std::move(resolved), types,
                                              max_threads);

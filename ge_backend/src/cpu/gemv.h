@@ -1,8 +1,8 @@
 #pragma once
 // Matrix products with few rows on the left (a decoder step, a batch-1 linear layer): y = A B
 // for an A of at most kGemvMaxRows rows of K and a B of K x N, stored K x N or, as
-// FusedMatMul's transB and Gemm's transB leave it, N x K; f32 or bf16 each, computed in f32
-// (a bf16 B widened in registers as it is read). They are bound by reading B, not by
+// FusedMatMul's transB and Gemm's transB leave it, N x K; f32, bf16 or f16 each, computed in
+// f32 (a 16-bit B widened in registers as it is read). They are bound by reading B, not by
 // arithmetic, so the kernel reads every weight once, where and in the order it is stored
 // (never a packed copy, which would keep the weights resident twice), in shards that threads
 // take as they come (worker_pool.h): a thread that another process holds up costs its share

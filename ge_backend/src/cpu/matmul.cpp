@@ -656,7 +656,7 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
   if (!onednnFloat(dtype)) return epilogue.empty() ? ownMatMul(dtype, shape, trans_b) : nullptr;
   const bool b_is_matrix = std::all_of(shape.b.begin(), shape.b.end() - 2, [](int64_t d) { return d == 1; });
   std::vector<KernelTactic> tactics;
-  if ((dtype == DType::F32 || dtype == DType::BF16) && b_is_matrix && a.numElements() <= kGemvMaxRows * shape.k) {
+  if (b_is_matrix && a.numElements() <= kGemvMaxRows * shape.k) {
     tactics.push_back({"cpu:gemv", [&context, &epilogue, &shape, &a, trans_b] {
                          return makeGemvKernel(context, a.numElements() / shape.k, shape.k, shape.n, trans_b,
                                                epilogue.steps);
@@ -711,7 +711,7 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
     }
   }
   std::vector<KernelTactic> tactics;
-  if ((dtype == DType::F32 || dtype == DType::BF16) && !trans_a && m <= kGemvMaxRows && (!has_c || beta == 1.0)) {
+  if (!trans_a && m <= kGemvMaxRows && (!has_c || beta == 1.0)) {
     std::vector<EpilogueStep> gemv_steps;
     if (alpha != 1.0) gemv_steps.push_back(EpilogueStep::scale(static_cast<float>(alpha)));
     if (has_c) gemv_steps.push_back(EpilogueStep::residual(2));
@@ -757,12 +757,28 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
 
 }  // namespace
 
+namespace {
+
+// buildPreferringF32, except that an f16 product of a few rows runs on the GEMV as it is.
+// oneDNN has no f16 kernels, so buildPreferringF32 computes f16 in f32 with the weights
+// widened at build; but a product of a few rows is bound by reading its weights, and the
+// GEMV reads f16 weights as they are stored, half the bytes.
+std::unique_ptr<Kernel> buildProduct(const KernelBuildContext& context, const NnFactory& factory) {
+  if (context.output(0).dtype == DType::F16) {
+    std::unique_ptr<Kernel> kernel = factory(context);
+    if (kernel && kernel->name().rfind("cpu:gemv", 0) == 0) return kernel;
+  }
+  return buildPreferringF32(context, factory);
+}
+
+}  // namespace
+
 std::unique_ptr<Kernel> makeMatMulKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
-  return buildPreferringF32(context, [&](const KernelBuildContext& c) { return matmulKernel(c, epilogue); });
+  return buildProduct(context, [&](const KernelBuildContext& c) { return matmulKernel(c, epilogue); });
 }
 
 std::unique_ptr<Kernel> makeGemmKernel(const KernelBuildContext& context, const Epilogue& epilogue) {
-  return buildPreferringF32(context, [&](const KernelBuildContext& c) { return gemmKernel(c, epilogue); });
+  return buildProduct(context, [&](const KernelBuildContext& c) { return gemmKernel(c, epilogue); });
 }
 
 void registerMatMulKernels(KernelRegistry& registry) {

@@ -57,7 +57,7 @@ struct BuildConfig {
   std::string keep_dtype;       // ATC's file of nodes that keep their model's dtypes
   // Build a 16-bit mode even where the device has no fast kernels for it (they then convert
   // to f32 and back around every op: slower than f32, for checking accuracy; products of a
-  // few rows, a decoder's step, read bf16 weights as they are and gain even there).
+  // few rows, a decoder's step, read bf16 or f16 weights as they are and gain even there).
   bool allow_slow_precision = false;
 
   // --- Backend -----------------------------------------------------------------------------
