@@ -755,10 +755,6 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
   return context.choose(tactics);
 }
 
-}  // namespace
-
-namespace {
-
 // buildPreferringF32, except that an f16 product of a few rows runs on the GEMV as it is.
 // oneDNN has no f16 kernels, so buildPreferringF32 computes f16 in f32 with the weights
 // widened at build; but a product of a few rows is bound by reading its weights, and the
