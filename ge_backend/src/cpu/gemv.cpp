@@ -31,6 +31,7 @@ inline Vec loadVec(const float* from) {
   return v;
 }
 inline void storeVec(float* to, Vec v) { std::memcpy(to, &v, sizeof v); }
+
 // Weights of bf16 or f16, which the kernel reads as they are stored.
 template <typename W>
 constexpr bool kSixteenBit = sizeof(W) == 2;
@@ -43,12 +44,14 @@ inline Vec loadWeights(const float* from) { return loadVec(from); }
 inline Vec loadWeights(const BFloat16* from) {
   static_assert(sizeof(BFloat16) == sizeof(uint16_t));
 #if defined(__AVX512F__)
-  const __m512i widened = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))), 16);
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
+  const __m512i widened = _mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16);
   return reinterpret_cast<Vec>(_mm512_castsi512_ps(widened));
 #elif defined(__AVX2__)
   // One vpmovzxwd: GCC 12 splits __builtin_convertvector's 8 x u16 -> 8 x u32 into two
   // halves and an insert, which made the loop compute-bound at half the memory's rate.
-  const __m256i widened = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from))), 16);
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
+  const __m256i widened = _mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16);
   return reinterpret_cast<Vec>(_mm256_castsi256_ps(widened));
 #else
   Vec v;
@@ -56,6 +59,19 @@ inline Vec loadWeights(const BFloat16* from) {
   return v;
 #endif
 }
+inline Vec loadWeights(const Float16* from) {
+  static_assert(sizeof(Float16) == sizeof(uint16_t));
+#if defined(__AVX512F__)
+  return reinterpret_cast<Vec>(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))));
+#elif defined(__F16C__) && defined(__AVX__)
+  return reinterpret_cast<Vec>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from))));
+#else
+  Vec v;
+  for (int64_t i = 0; i < kLanes; ++i) v[i] = toFloat(from[i]);
+  return v;
+#endif
+}
+
 // Prefetches the Elements weights at `from`, in the block that a loop reads next: C columns
 // stored N x K, or a pass's rows stored K x N, into L2 (in L1 they would wait for fill
 // buffers the loop's own loads need). Such a block is read as interleaved runs of k or n
@@ -74,19 +90,6 @@ inline void prefetchNext(const W* from) {
       __builtin_prefetch(first, 0, 2);  // once per line: steps of `bytes` land once in each
     }
   }
-}
-
-inline Vec loadWeights(const Float16* from) {
-  static_assert(sizeof(Float16) == sizeof(uint16_t));
-#if defined(__AVX512F__)
-  return reinterpret_cast<Vec>(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))));
-#elif defined(__F16C__) && defined(__AVX__)
-  return reinterpret_cast<Vec>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from))));
-#else
-  Vec v;
-  for (int64_t i = 0; i < kLanes; ++i) v[i] = toFloat(from[i]);
-  return v;
-#endif
 }
 
 inline float weightAt(const float* w, int64_t i) { return w[i]; }
