@@ -130,7 +130,9 @@ TEST(LayoutAssignment, BottleneckChainMatchesPlainWithReordersOnlyAtTheEdges) {
     EXPECT_EQ(result.report.kernels.back(), reorders[1]);
     for (const std::string& line : result.report.kernels) {
       // Every convolution runs a direct kernel on the chain's layout: no reorder inside.
-      if (line.find("Conv)") != std::string::npos) EXPECT_EQ(line.find("blocked inside"), std::string::npos) << line;
+      if (line.find("Conv)") != std::string::npos) {
+        EXPECT_EQ(line.find("blocked inside"), std::string::npos) << line;
+      }
     }
     // The last convolution of each block adds the block's input, which nothing reads
     // afterwards: it writes over it and sums it with oneDNN's sum post-op.
@@ -220,7 +222,9 @@ TEST(LayoutAssignment, OddChannelCountsPoolingAndNormalizationMatchPlain) {
     EXPECT_EQ(result.report.layout_reorders, reorders.size());
     EXPECT_EQ(result.report.kernels.back(), reorders.back());
     EXPECT_NE(reorders.back().find(" -> plain"), std::string::npos) << reorders.back();
-    if (reorders.size() == 2) EXPECT_EQ(result.report.kernels.front(), reorders.front());
+    if (reorders.size() == 2) {
+      EXPECT_EQ(result.report.kernels.front(), reorders.front());
+    }
     for (const std::string& line : result.report.kernels) {
       // Max pooling in channels-last has an own kernel (20 channels: two vectors and a tail of 4).
       if (line.find("(MaxPool)") != std::string::npos && layout == Layout::ChannelsLast) {

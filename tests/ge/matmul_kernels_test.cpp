@@ -125,7 +125,9 @@ TEST(MatMulKernels, FloatTypesUseOnednnWithPackedConstantWeights) {
     RunResult result = runGraph(text, {a});
     EXPECT_TRUE(usesKernel(result, "onednn:matmul")) << result.kernels[0];
     // f32 prefers oneDNN's gemm:jit over brgemm (preferJitGemm in matmul.cpp).
-    if (dtype == DType::F32) EXPECT_TRUE(usesKernel(result, "onednn:matmul gemm:jit")) << result.kernels[0];
+    if (dtype == DType::F32) {
+      EXPECT_TRUE(usesKernel(result, "onednn:matmul gemm:jit")) << result.kernels[0];
+    }
   }
 }
 

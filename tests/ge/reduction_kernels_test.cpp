@@ -134,7 +134,9 @@ void checkReduction(const std::string& op, const TestTensor& x, const std::vecto
     if (!same && ++misses <= 3) ADD_FAILURE() << what << ": element " << i << " is " << got << ", expected " << want;
   }
   EXPECT_EQ(misses, 0) << what;
-  if (!strategy.empty()) EXPECT_TRUE(usesKernel(result, strategy)) << what << ": " << result.kernels.back();
+  if (!strategy.empty()) {
+    EXPECT_TRUE(usesKernel(result, strategy)) << what << ": " << result.kernels.back();
+  }
 }
 
 TEST(ReduceKernels, EveryOpTypeAndAxisPattern) {

@@ -37,6 +37,16 @@ std::string CpuDevice::isa() const {
   }
 }
 
+namespace {
+
+// What still runs fast in a 16-bit type that is otherwise converted to f32 around every op.
+std::string gemvException(const char* type) {
+  return std::string(", except matrix products of up to ") + std::to_string(kGemvMaxRows) +
+         " rows (a decoder's step), which read " + type + " weights as they are and run up to twice as fast as in f32";
+}
+
+}  // namespace
+
 std::string CpuDevice::slowDTypeReason(DType dtype) const {
   if (dtype == DType::BF16) {
     // oneDNN's bf16 matrix products and convolutions beat f32 only with the bf16 dot-product
@@ -45,17 +55,14 @@ std::string CpuDevice::slowDTypeReason(DType dtype) const {
     const dnnl::cpu_isa isa_in_use = dnnl::get_effective_cpu_isa();
     if (isa_in_use == dnnl::cpu_isa::avx512_core_bf16 || isa_in_use == dnnl::cpu_isa::avx512_core_amx) return "";
     return "this CPU lacks AVX512-BF16 (and AMX-BF16), so bf16 runs as f32 converted back and forth (CPU ISA: " +
-           isa() + "), except matrix products of up to " + std::to_string(kGemvMaxRows) +
-           " rows (a decoder's step), which read bf16 weights as they are and run up to twice as fast as in f32";
+           isa() + ")" + gemvException("bf16");
   }
   if (dtype == DType::F16) {
     // oneDNN 2.6 has no f16 kernels for any CPU, only reorders.
     return std::string("the CPU device has no f16 kernels (its oneDNN ") + std::to_string(DNNL_VERSION_MAJOR) + "." +
            std::to_string(DNNL_VERSION_MINOR) + " has none; f16 would need AVX512-FP16 too, which this CPU " +
-           (__builtin_cpu_supports("avx512fp16") ? "has" : "lacks") +
-           "), so f16 runs as f32 converted back and forth, except matrix products of up to " +
-           std::to_string(kGemvMaxRows) + " rows (a decoder's step), which read f16 weights as they are and run up " +
-           "to twice as fast as in f32";
+           (__builtin_cpu_supports("avx512fp16") ? "has" : "lacks") + "), so f16 runs as f32 converted back and forth" +
+           gemvException("f16");
   }
   return "";
 }

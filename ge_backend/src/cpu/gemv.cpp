@@ -7,6 +7,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/bfloat16.h"
 #include "estuary/ge/kernel_helpers.h"
 #include "worker_pool.h"
 
@@ -216,17 +217,6 @@ struct GemvTypes {
   DType a = DType::F32, out = DType::F32;
 };
 
-// Widens `count` bf16 or f16 values at `from` into `to`.
-void widenInto(DType dtype, const void* from, int64_t count, float* to) {
-  if (dtype == DType::BF16) {
-    const auto* values = static_cast<const BFloat16*>(from);
-    for (int64_t i = 0; i < count; ++i) to[i] = toFloat(values[i]);
-  } else {
-    const auto* values = static_cast<const Float16*>(from);
-    for (int64_t i = 0; i < count; ++i) to[i] = toFloat(values[i]);
-  }
-}
-
 template <typename W>
 class GemvKernel final : public Kernel {
  public:
@@ -276,12 +266,12 @@ class GemvKernel final : public Kernel {
     auto* scratch = static_cast<float*>(args.scratch);
     const float* a = static_cast<const float*>(args.inputs[0]);
     if (types_.a != DType::F32) {
-      widenInto(types_.a, args.inputs[0], rows_ * k_, scratch + a_widened_);
+      widenToF32(types_.a, args.inputs[0], scratch + a_widened_, rows_ * k_);
       a = scratch + a_widened_;
     }
     for (const GemvStep& step : steps_) {
       if (step.dtype != DType::F32) {
-        widenInto(step.dtype, args.inputs[step.input], step.per_column ? n_ : rows_ * n_, scratch + step.widened);
+        widenToF32(step.dtype, args.inputs[step.input], scratch + step.widened, step.per_column ? n_ : rows_ * n_);
       }
     }
     const W* b = static_cast<const W*>(args.inputs[1]);
@@ -342,14 +332,9 @@ class GemvKernel final : public Kernel {
         }
       }
     }
+    if (types_.out == DType::F32) return;
     for (int r = 0; r < rows_; ++r) {
-      if (types_.out == DType::BF16) {
-        auto* out = static_cast<BFloat16*>(args.outputs[0]) + r * n_;
-        for (int64_t j = n0; j < n1; ++j) out[j] = toBFloat16(y[r * n_ + j]);
-      } else if (types_.out == DType::F16) {
-        auto* out = static_cast<Float16*>(args.outputs[0]) + r * n_;
-        for (int64_t j = n0; j < n1; ++j) out[j] = toFloat16(y[r * n_ + j]);
-      }
+      narrowFromF32(types_.out, y + r * n_ + n0, static_cast<uint16_t*>(args.outputs[0]) + r * n_ + n0, n1 - n0);
     }
   }
 

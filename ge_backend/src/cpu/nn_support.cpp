@@ -65,22 +65,19 @@ namespace {
 
 constexpr size_t kMaxConvertedOperands = 16;
 
-template <typename Narrow>
-void widen(const void* from, float* to, int64_t count, int threads) {
-  const Narrow* source = static_cast<const Narrow*>(from);
-  ge::parallelFor(count, 1, threads, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) to[i] = loadAs(source[i]);
-  });
+bool isHalf(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+
+// The conversions of F32ComputeKernel, split over the run's threads.
+void widen(DType dtype, const void* from, float* to, int64_t count, int threads) {
+  const auto* source = static_cast<const uint16_t*>(from);
+  ge::parallelFor(count, 1, threads,
+                  [&](int64_t begin, int64_t end) { widenToF32(dtype, source + begin, to + begin, end - begin); });
 }
 
-template <typename Narrow>
-void narrow(const float* from, void* to, int64_t count, int threads) {
-  Narrow* target = static_cast<Narrow*>(to);
-  ge::parallelFor(count, 1, threads, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) target[i] = storeAs<Narrow>(from[i]);
-  });
+void narrow(DType dtype, const float* from, void* to, int64_t count, int threads) {
+  auto* target = static_cast<uint16_t*>(to);
+  ge::parallelFor(count, 1, threads,
+                  [&](int64_t begin, int64_t end) { narrowFromF32(dtype, from + begin, target + begin, end - begin); });
 }
 
 class F32ComputeKernel final : public Kernel {
@@ -108,19 +105,16 @@ class F32ComputeKernel final : public Kernel {
       const Operand& operand = inputs_[i];
       if (operand.constant) {
         inputs[i] = operand.constant;
-      } else if (operand.dtype == DType::F16 || operand.dtype == DType::BF16) {
+      } else if (isHalf(operand.dtype)) {
         auto* converted = reinterpret_cast<float*>(scratch + operand.offset);
-        if (args.inputs[i]) {
-          if (operand.dtype == DType::F16) widen<Float16>(args.inputs[i], converted, operand.count, args.num_threads);
-          else widen<BFloat16>(args.inputs[i], converted, operand.count, args.num_threads);
-        }
+        if (args.inputs[i]) widen(operand.dtype, args.inputs[i], converted, operand.count, args.num_threads);
         inputs[i] = args.inputs[i] ? converted : nullptr;
       } else {
         inputs[i] = args.inputs[i];
       }
     }
     for (size_t o = 0; o < outputs_.size(); ++o) {
-      const bool converted = outputs_[o].dtype == DType::F16 || outputs_[o].dtype == DType::BF16;
+      const bool converted = isHalf(outputs_[o].dtype);
       outputs[o] = converted ? scratch + outputs_[o].offset : args.outputs[o];
     }
     KernelArgs inner{inputs.data(), outputs.data(), scratch + inner_scratch_offset_, args.num_threads, args.device};
@@ -128,8 +122,7 @@ class F32ComputeKernel final : public Kernel {
     for (size_t o = 0; o < outputs_.size(); ++o) {
       const Operand& operand = outputs_[o];
       const auto* result = reinterpret_cast<const float*>(scratch + operand.offset);
-      if (operand.dtype == DType::F16) narrow<Float16>(result, args.outputs[o], operand.count, args.num_threads);
-      if (operand.dtype == DType::BF16) narrow<BFloat16>(result, args.outputs[o], operand.count, args.num_threads);
+      if (isHalf(operand.dtype)) narrow(operand.dtype, result, args.outputs[o], operand.count, args.num_threads);
     }
   }
   std::string name() const override { return inner_->name() + " (16-bit via f32)"; }
@@ -140,8 +133,6 @@ class F32ComputeKernel final : public Kernel {
   size_t inner_scratch_offset_;
   std::vector<Tensor> constants_;
 };
-
-bool isHalf(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
 
 std::unique_ptr<Kernel> buildInF32(const KernelBuildContext& context, const NnFactory& factory) {
   if (context.numInputs() > kMaxConvertedOperands || context.numOutputs() > kMaxConvertedOperands) return nullptr;
@@ -167,8 +158,7 @@ std::unique_ptr<Kernel> buildInF32(const KernelBuildContext& context, const NnFa
       if (constant) {
         constants.push_back(Tensor::allocate(DType::F32, constant->shape()));
         auto* values = static_cast<float*>(constants.back().mutableData());
-        if (operand.dtype == DType::F16) widen<Float16>(constant->data(), values, operand.count, 1);
-        else widen<BFloat16>(constant->data(), values, operand.count, 1);
+        widen(operand.dtype, constant->data(), values, operand.count, 1);
         constant = &constants.back();
         operand.constant = constant->data();
       } else {
