@@ -10,6 +10,7 @@
 #include "estuary/transforms/dce.h"
 #include "estuary/transforms/shape_inference.h"
 #include "plan.h"
+#include "shared_across_plans.h"
 #include "tuning.h"
 
 namespace estuary::ge {
@@ -56,7 +57,8 @@ TensorDesc HostTensor::desc() const {
 }
 
 CompiledModel::CompiledModel(std::unique_ptr<Graph> graph, const BuildOptions& options, const Device& device)
-    : graph_(std::move(graph)), device_(device), options_(options), tuner_(std::make_unique<Tuner>(options)) {
+    : graph_(std::move(graph)), device_(device), options_(options), tuner_(std::make_unique<Tuner>(options)),
+      shared_(std::make_unique<SharedAcrossPlans>()) {
   options_.num_threads = num_threads_ = options.num_threads > 0 ? options.num_threads
                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::set<std::string> symbols;
@@ -287,12 +289,12 @@ std::shared_ptr<Plan> CompiledModel::buildTunedPlan(const std::vector<TensorDesc
                                                     const std::vector<Tensor>& shape_values) const {
   const std::vector<Layout> layouts = device_.activationLayouts();
   if (options_.activation_layout || layouts.empty()) {
-    return buildPlan(*graph_, inputs, device_, options_, report_, tuner_.get(), shape_values);
+    return buildPlan(*graph_, inputs, device_, options_, report_, tuner_.get(), shape_values, shared_.get());
   }
   auto build = [&](std::optional<Layout> layout, BuildReport& report) {
     BuildOptions options = options_;
     options.activation_layout = layout;
-    return buildPlan(*graph_, inputs, device_, options, report, tuner_.get(), shape_values);
+    return buildPlan(*graph_, inputs, device_, options, report, tuner_.get(), shape_values, shared_.get());
   };
   return tuner_->choosePlan(planTuningKey(*graph_, inputs, device_, num_threads_), layouts, device_, num_threads_,
                             build, report_);

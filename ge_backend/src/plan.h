@@ -96,10 +96,12 @@ const Tensor* constantOf(const Value* value);
 // Specializes the shape-generic `graph` to `inputs`, folds what became constant, selects a
 // kernel per node and plans memory. Inputs with a non-null entry in `shape_input_values`
 // are replaced by those values as constants. Nodes with a choice of kernels ask `tuner`
-// (KernelBuildContext::choose); without one, the rules choose.
+// (KernelBuildContext::choose); without one, the rules choose. Packed weights are shared
+// through `shared` with the model's other plans.
 std::shared_ptr<Plan> buildPlan(const Graph& graph, const std::vector<TensorDesc>& inputs, const Device& device,
                                 const BuildOptions& options, BuildReport& report, Tuner* tuner = nullptr,
-                                const std::vector<Tensor>& shape_input_values = {});
+                                const std::vector<Tensor>& shape_input_values = {},
+                                SharedAcrossPlans* shared = nullptr);
 
 // Raises ResourceLimitError naming the first value of `graph` (or of its subgraphs) whose
 // static size passes limits.tensor_bytes.

@@ -248,7 +248,7 @@ bool LoweringContext::kernelExists(const Node& node, const std::vector<Layout>& 
 
 std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDesc>& inputs, const Device& device,
                                 const BuildOptions& options, BuildReport& report, Tuner* tuner,
-                                const std::vector<Tensor>& shape_input_values) {
+                                const std::vector<Tensor>& shape_input_values, SharedAcrossPlans* shared) {
   const int num_threads = options.num_threads;
   auto started = std::chrono::steady_clock::now();
   auto plan = std::make_shared<Plan>();
@@ -362,6 +362,7 @@ std::shared_ptr<Plan> buildPlan(const Graph& generic, const std::vector<TensorDe
     KernelBuildContext context = contextFor(*node, device, num_threads, layoutsOf(node->inputs(), layouts),
                                             layoutsOf(node->outputs(), layouts));
     context.setTuner(tuner);
+    context.setSharedAcrossPlans(shared);
     PendingStep entry;
     entry.node = node;
     entry.kernel = device.kernels().create(context);

@@ -71,7 +71,7 @@ class BlockStates final : public KernelState {
 class ColumnBlockMatmul final : public Kernel {
  public:
   ColumnBlockMatmul(std::string name, dnnl::engine engine, std::vector<std::unique_ptr<OnednnKernel>> blocks,
-                    size_t scratch_bytes, std::vector<std::vector<std::byte>> owned)
+                    size_t scratch_bytes, OwnedConstants owned)
       : name_(std::move(name)), engine_(std::move(engine)), blocks_(std::move(blocks)),
         scratch_bytes_(scratch_bytes), owned_(std::move(owned)) {}
 
@@ -105,7 +105,7 @@ class ColumnBlockMatmul final : public Kernel {
   dnnl::engine engine_;
   std::vector<std::unique_ptr<OnednnKernel>> blocks_;
   size_t scratch_bytes_;
-  std::vector<std::vector<std::byte>> owned_;  // constants the blocks read
+  OwnedConstants owned_;  // constants the blocks read
 };
 
 }  // namespace
@@ -113,7 +113,7 @@ class ColumnBlockMatmul final : public Kernel {
 std::unique_ptr<Kernel> makeColumnBlockMatmul(const dnnl::engine& engine, const std::string& name,
                                               const dnnl::matmul::primitive_desc& whole,
                                               const std::vector<OnednnArg>& args,
-                                              std::vector<std::vector<std::byte>> owned, int blocks) {
+                                              OwnedConstants owned, int blocks) {
   const dnnl::memory::desc whole_dst = whole.dst_desc();
   const int64_t n = whole_dst.dims().back();
   const int64_t width = roundUp((n + blocks - 1) / blocks, kColumnAlignment);

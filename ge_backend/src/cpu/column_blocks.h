@@ -23,6 +23,6 @@ namespace estuary::ge::cpu {
 std::unique_ptr<Kernel> makeColumnBlockMatmul(const dnnl::engine& engine, const std::string& name,
                                               const dnnl::matmul::primitive_desc& whole,
                                               const std::vector<OnednnArg>& args,
-                                              std::vector<std::vector<std::byte>> owned, int blocks);
+                                              OwnedConstants owned, int blocks);
 
 }  // namespace estuary::ge::cpu

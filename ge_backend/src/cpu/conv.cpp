@@ -400,12 +400,12 @@ std::unique_ptr<Kernel> onednnConvWith(const KernelBuildContext& context, const 
     chosen_args.push_back({DNNL_ARG_SRC, OnednnArg::Source::Input, 0, chosen.src});
     chosen_args.push_back({DNNL_ARG_DST, OnednnArg::Source::Output, 0, chosen.dst});
     chosen_args.push_back({DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, chosen.scratchpad});
-    std::vector<std::vector<std::byte>> owned;
+    OwnedConstants owned;
     if (constant_weights && context.probing()) {
       chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, nullptr});
     } else if (constant_weights) {
-      owned.push_back(reorderConstant(engine, constant_weights->data(), weights, chosen.weights));
-      chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back().data()});
+      owned.push_back(packedConstant(context, engine, *constant_weights, weights, chosen.weights));
+      chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, chosen.weights, owned.back()->data()});
     } else {
       chosen_args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
     }

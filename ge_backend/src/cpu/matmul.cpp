@@ -82,7 +82,7 @@ std::optional<dnnl::memory::desc> paddedRows(const dnnl::memory::desc& weights) 
 // (paddedRows) are tactics too, ahead of the others.
 std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context, const std::string& label,
                                               const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
-                                              const dnnl::memory::desc& dst, const void* constant_weights,
+                                              const dnnl::memory::desc& dst, const Tensor* constant_weights,
                                               std::optional<OnednnArg> bias, const dnnl::post_ops& post_ops,
                                               std::vector<OnednnArg> extra_args, float output_scale = 1.f) {
   const dnnl::engine& engine = cpuOf(context).engine();
@@ -121,13 +121,15 @@ std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context,
       std::vector<OnednnArg> args{{DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src},
                                   {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
                                   {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}};
-      std::vector<std::vector<std::byte>> owned;
+      OwnedConstants owned;
       // A constant already in the primitive's format (gemm:jit takes f32 weights plain) is read
       // where it is stored: a copy would keep the weights resident twice.
       if (constant_weights && pd.weights_desc() != weights) {
-        if (!context.probing()) owned.push_back(reorderConstant(engine, constant_weights, weights, pd.weights_desc()));
+        if (!context.probing()) {
+          owned.push_back(packedConstant(context, engine, *constant_weights, weights, pd.weights_desc()));
+        }
         args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Constant, 1, pd.weights_desc(),
-                        owned.empty() ? nullptr : owned.back().data()});
+                        owned.empty() ? nullptr : owned.back()->data()});
       } else {
         args.push_back({DNNL_ARG_WEIGHTS, OnednnArg::Source::Input, 1, weights});
       }
@@ -686,7 +688,7 @@ std::unique_ptr<Kernel> matmulKernel(const KernelBuildContext& context, const Ep
     const Tensor* constant_b = trans_b ? nullptr : context.constantInput(1);
     for (KernelTactic& tactic :
          onednnMatmulTactics(context, trans_b ? "matmul(transB)" : "matmul", plainDesc(shape.a, dtype), b_md, dst,
-                             constant_b ? constant_b->data() : nullptr, bias, post_ops, std::move(extra))) {
+                             constant_b, bias, post_ops, std::move(extra))) {
       tactics.push_back(std::move(tactic));
     }
   }
@@ -750,8 +752,7 @@ std::unique_ptr<Kernel> gemmKernel(const KernelBuildContext& context, const Epil
   steps.insert(steps.end(), user_steps.begin(), user_steps.end());
   if (appendEpilogue(context, steps, dst, 1, post_ops, extra)) {
     const Tensor* constant_b = context.constantInput(1);
-    for (KernelTactic& tactic : onednnMatmulTactics(context, "gemm", a_md, b_md, dst,
-                                                    constant_b ? constant_b->data() : nullptr, bias, post_ops,
+    for (KernelTactic& tactic : onednnMatmulTactics(context, "gemm", a_md, b_md, dst, constant_b, bias, post_ops,
                                                     std::move(extra), output_scale)) {
       tactics.push_back(std::move(tactic));
     }

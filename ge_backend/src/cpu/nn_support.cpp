@@ -3,21 +3,72 @@
 #include "cpu/elementwise_loops.h"
 #include "cpu/nn_kernels.h"
 #include "estuary/support/mapped_file.h"
+#include "shared_across_plans.h"
 
 #include <array>
+#include <cstdio>
 
 namespace estuary::ge::cpu {
 
-std::vector<std::byte> reorderConstant(const dnnl::engine& engine, const void* data, const dnnl::memory::desc& from,
-                                       const dnnl::memory::desc& to) {
-  std::vector<std::byte> packed(to.get_size());
-  dnnl::memory source(from, engine, const_cast<void*>(data));
-  dnnl::memory destination(to, engine, packed.data());
+namespace {
+
+// A packed buffer with the constant it was packed from, so that the constant's address is
+// not reused by another one while the buffer can still be found under it.
+struct PackedCopy {
+  Tensor source;
+  std::vector<std::byte> bytes;
+};
+
+// A plain or blocked layout, every field that decides where an element lies; empty for the
+// other format kinds (never shared).
+std::string layoutKey(const dnnl::memory::desc& desc) {
+  const dnnl_memory_desc_t& md = desc.data;
+  if (md.format_kind != dnnl_blocked) return {};
+  std::string key = std::to_string(md.data_type) + ":" + std::to_string(md.offset0) + ":" +
+                    std::to_string(md.extra.flags);
+  auto add = [&key](const char* what, const dnnl_dim_t* values, int count) {
+    key += what;
+    for (int i = 0; i < count; ++i) key += std::to_string(values[i]) + ",";
+  };
+  add(" dims ", md.dims, md.ndims);
+  add(" padded ", md.padded_dims, md.ndims);
+  add(" offsets ", md.padded_offsets, md.ndims);
+  add(" strides ", md.format_desc.blocking.strides, md.ndims);
+  add(" blocks ", md.format_desc.blocking.inner_blks, md.format_desc.blocking.inner_nblks);
+  add(" of ", md.format_desc.blocking.inner_idxs, md.format_desc.blocking.inner_nblks);
+  return key;
+}
+
+std::shared_ptr<const PackedCopy> reorderConstant(const dnnl::engine& engine, const Tensor& constant,
+                                                  const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  auto packed = std::make_shared<PackedCopy>(PackedCopy{constant, std::vector<std::byte>(to.get_size())});
+  dnnl::memory source(from, engine, const_cast<void*>(constant.data()));
+  dnnl::memory destination(to, engine, packed->bytes.data());
   dnnl::stream stream(engine);
   dnnl::reorder(source, destination).execute(stream, source, destination);
   stream.wait();
-  releaseMappedPages(data, from.get_size());
+  releaseMappedPages(constant.data(), from.get_size());
   return packed;
+}
+
+}  // namespace
+
+std::shared_ptr<const std::vector<std::byte>> packedConstant(const KernelBuildContext& context,
+                                                             const dnnl::engine& engine, const Tensor& constant,
+                                                             const dnnl::memory::desc& from,
+                                                             const dnnl::memory::desc& to) {
+  std::shared_ptr<const PackedCopy> packed;
+  const std::string from_key = layoutKey(from), to_key = layoutKey(to);
+  if (context.sharedAcrossPlans() && !from_key.empty() && !to_key.empty()) {
+    char address[2 * sizeof(void*) + 3];
+    std::snprintf(address, sizeof address, "%p", constant.data());
+    packed = std::static_pointer_cast<const PackedCopy>(context.sharedAcrossPlans()->getOrMake(
+        std::string("reorder ") + address + " " + from_key + " -> " + to_key,
+        [&] { return reorderConstant(engine, constant, from, to); }));
+  } else {
+    packed = reorderConstant(engine, constant, from, to);
+  }
+  return std::shared_ptr<const std::vector<std::byte>>(packed, &packed->bytes);
 }
 
 dnnl::memory::desc plainDesc(const dnnl::memory::dims& dims, DType dtype) {

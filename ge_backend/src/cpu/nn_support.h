@@ -47,9 +47,9 @@ class PackedOnednnKernel final : public OnednnKernel {
  public:
   PackedOnednnKernel(std::string name, const dnnl::engine& engine, dnnl::primitive primitive,
                      size_t scratchpad_bytes, std::vector<OnednnArg> args,
-                     std::vector<std::vector<std::byte>> constants)
+                     OwnedConstants constants)
       : OnednnKernel(std::move(name), engine, std::move(primitive), scratchpad_bytes, std::move(args)) {
-    owned_ = std::move(constants);  // moving keeps each buffer's address
+    owned_ = std::move(constants);
   }
 };
 
@@ -68,10 +68,14 @@ int threadsForWork(const KernelBuildContext& context);
 using NnFactory = std::function<std::unique_ptr<Kernel>(const KernelBuildContext&)>;
 std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, const NnFactory& factory);
 
-// Reorders `data` (laid out as `from`) into a new buffer laid out as `to`, at build time;
-// when `data` lies in a mapped model file, its pages are released (releaseMappedPages).
-std::vector<std::byte> reorderConstant(const dnnl::engine& engine, const void* data, const dnnl::memory::desc& from,
-                                       const dnnl::memory::desc& to);
+// `constant` (laid out as `from`) reordered into a buffer laid out as `to`, at build time,
+// and once per model: the model's plans for other input shapes get the same buffer
+// (KernelBuildContext::sharedAcrossPlans). When the constant lies in a mapped model file,
+// its pages are released (releaseMappedPages).
+std::shared_ptr<const std::vector<std::byte>> packedConstant(const KernelBuildContext& context,
+                                                             const dnnl::engine& engine, const Tensor& constant,
+                                                             const dnnl::memory::desc& from,
+                                                             const dnnl::memory::desc& to);
 
 // A plain desc with explicit dims (padded by the caller) and the tensor's dtype.
 dnnl::memory::desc plainDesc(const dnnl::memory::dims& dims, DType dtype);

@@ -37,7 +37,7 @@ std::vector<std::byte> f32Copy(const Tensor& tensor) {
 // A oneDNN argument for a per-channel f32 parameter: the input itself when it is f32,
 // else its constant converted at build time. False when neither applies.
 bool f32Parameter(const KernelBuildContext& context, size_t input, int dnnl_arg, std::vector<OnednnArg>& args,
-                  std::vector<std::vector<std::byte>>& owned) {
+                  OwnedConstants& owned) {
   const TensorDesc& desc = context.input(input);
   dnnl::memory::desc md = plainDesc(dnnl::memory::dims{desc.numElements()}, DType::F32);
   if (desc.dtype == DType::F32) {
@@ -46,8 +46,8 @@ bool f32Parameter(const KernelBuildContext& context, size_t input, int dnnl_arg,
   }
   const Tensor* constant = context.constantInput(input);
   if (!constant) return false;
-  owned.push_back(f32Copy(*constant));
-  args.push_back({dnnl_arg, OnednnArg::Source::Constant, input, md, owned.back().data()});
+  owned.push_back(std::make_shared<const std::vector<std::byte>>(f32Copy(*constant)));
+  args.push_back({dnnl_arg, OnednnArg::Source::Constant, input, md, owned.back()->data()});
   return true;
 }
 
@@ -88,7 +88,7 @@ std::unique_ptr<Kernel> onednnBatchNorm(const KernelBuildContext& context) {
   const TensorDesc& x = context.input(0);
   if (!onednnFloat(x.dtype) || x.rank > 5) return nullptr;
   std::vector<OnednnArg> args;
-  std::vector<std::vector<std::byte>> owned;
+  OwnedConstants owned;
   const std::pair<size_t, int> parameters[] = {
       {1, DNNL_ARG_SCALE}, {2, DNNL_ARG_SHIFT}, {3, DNNL_ARG_MEAN}, {4, DNNL_ARG_VARIANCE}};
   for (const auto& [input, dnnl_arg] : parameters) {

@@ -23,6 +23,11 @@
 
 namespace estuary::ge::cpu {
 
+// Constant data a kernel's Source::Constant arguments point at (pre-packed weights, folded
+// biases), held by the kernel; packed weights are shared with the model's other plans
+// (packedConstant in nn_support.h).
+using OwnedConstants = std::vector<std::shared_ptr<const std::vector<std::byte>>>;
+
 // Where a primitive argument's data comes from.
 struct OnednnArg {
   enum class Source : uint8_t { Input, Output, Scratchpad, Constant };
@@ -48,8 +53,8 @@ class OnednnKernel : public Kernel {
   int threads() const { return threads_; }
 
  protected:
-  // Owns pre-packed weights referenced by Source::Constant arguments.
-  std::vector<std::vector<std::byte>> owned_;
+  // Holds the data Source::Constant arguments point at.
+  OwnedConstants owned_;
 
  private:
   // The primitive to run on `threads` threads, fewer than threads_.

@@ -97,6 +97,7 @@ class Kernel {
 
 class Device;
 class Tuner;
+class SharedAcrossPlans;
 
 // One way to compute a node (KernelBuildContext::choose): an implementation or algorithm
 // that may win on one CPU or shape and lose on another.
@@ -139,6 +140,11 @@ class KernelBuildContext {
   std::unique_ptr<Kernel> choose(const std::vector<KernelTactic>& tactics) const;
   void setTuner(Tuner* tuner) { tuner_ = tuner; }
 
+  // Where packed weights are shared with the model's plans for other input shapes
+  // (shared_across_plans.h); nullptr: this plan keeps its own.
+  SharedAcrossPlans* sharedAcrossPlans() const { return shared_; }
+  void setSharedAcrossPlans(SharedAcrossPlans* shared) { shared_ = shared; }
+
   // Attribute access with the op schema's defaults applied.
   const Attribute* attr(std::string_view name) const;
   int64_t intAttr(std::string_view name) const;
@@ -161,6 +167,7 @@ class KernelBuildContext {
   int max_threads_;
   bool probing_ = false;
   Tuner* tuner_ = nullptr;
+  SharedAcrossPlans* shared_ = nullptr;
 };
 
 // Returns a kernel, or nullptr when this implementation does not handle the case (another

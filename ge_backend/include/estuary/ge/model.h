@@ -139,6 +139,7 @@ struct IoInfo {
 class Plan;
 class PlanState;
 class Tuner;
+class SharedAcrossPlans;
 struct ByteSink;
 class RunContext;
 
@@ -194,6 +195,7 @@ class CompiledModel : public std::enable_shared_from_this<CompiledModel> {
   const Device& device_;
   BuildOptions options_;
   std::unique_ptr<Tuner> tuner_;  // the kernel choices of every plan, measured or recorded
+  std::unique_ptr<SharedAcrossPlans> shared_;  // packed weights, one copy for all plans
   int num_threads_;
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;
