@@ -167,33 +167,36 @@ def test_batcher_merges_along_the_batch_dim_only():
     inputs = [{"name": "ids", "dtype": "i64", "shape": ["batch", "seq"], "mutable": False},
               {"name": "mask", "dtype": "f32", "shape": ["batch", "seq"], "mutable": False}]
     outputs = [{"name": "hidden", "dtype": "f32", "shape": ["batch", "seq", 4], "mutable": False}]
-    assert bucket_sizes(16) == [1, 2, 4, 8, 16] and bucket_sizes(12) == [1, 2, 4, 8, 12] and bucket_sizes(1) == [1]
-    batcher = Batcher(inputs, outputs, max_batch=8)
-    assert batcher.symbol == "batch" and batcher.sizes == [1, 2, 4, 8]
+    assert bucket_sizes(1) == [1] and bucket_sizes(8) == list(range(1, 9))
+    assert bucket_sizes(17) == list(range(1, 9)) + [10, 12, 14, 16, 17]
+    assert bucket_sizes(64)[-9:] == [16, 20, 24, 28, 32, 40, 48, 56, 64]
+    batcher = Batcher(inputs, outputs, max_batch=12)
+    assert batcher.symbol == "batch" and batcher.sizes == list(range(1, 9)) + [10, 12]
 
     def request(rows, seq, ids_dtype=np.int64):
         ids = np.arange(rows * seq, dtype=ids_dtype).reshape(rows, seq)
         return {"ids": ids, "mask": np.ones((rows, seq), np.float32)}
 
-    a, b, c = batcher.pending(request(2, 5)), batcher.pending(request(1, 5)), batcher.pending(request(1, 7))
-    assert (a.rows, b.rows) == (2, 1) and a.key == b.key != c.key
+    a, b, c = batcher.pending(request(6, 5)), batcher.pending(request(3, 5)), batcher.pending(request(1, 7))
+    assert (a.rows, b.rows) == (6, 3) and a.key == b.key != c.key
     # Not mergeable: a wrong dtype, a missing input, rows past max_batch, batch sizes that disagree.
     assert batcher.pending(request(1, 5, np.int32)) is None
     assert batcher.pending({"ids": request(1, 5)["ids"]}) is None
-    assert batcher.pending(request(9, 5)) is None
+    assert batcher.pending(request(13, 5)) is None
     assert batcher.pending({"ids": np.zeros((2, 5), np.int64), "mask": np.zeros((3, 5), np.float32)}) is None
+    assert batcher.merge([a])["ids"].shape == (6, 5)  # a size with a plan: no padding
     merged = batcher.merge([a, b])
-    assert merged["ids"].shape == (4, 5)  # 3 rows padded to 4 with the last row again
-    np.testing.assert_array_equal(merged["ids"][3], merged["ids"][2])
-    hidden = np.arange(4 * 5 * 4, dtype=np.float32).reshape(4, 5, 4)
+    assert merged["ids"].shape == (10, 5)  # 9 rows padded to 10 with the last row again
+    np.testing.assert_array_equal(merged["ids"][9], merged["ids"][8])
+    hidden = np.arange(10 * 5 * 4, dtype=np.float32).reshape(10, 5, 4)
     first, second = batcher.split([hidden], [a, b])
-    np.testing.assert_array_equal(first["hidden"], hidden[:2])
-    np.testing.assert_array_equal(second["hidden"], hidden[2:3])
+    np.testing.assert_array_equal(first["hidden"], hidden[:6])
+    np.testing.assert_array_equal(second["hidden"], hidden[6:9])
     feeds, why_not = batcher.warmup_feeds({})
     assert feeds == [] and "seq" in why_not
     feeds, _ = batcher.warmup_feeds({"seq": [5, 7]})
     shapes = sorted(feed["mask"].shape for feed in feeds)
-    assert shapes == sorted((rows, seq) for rows in (1, 2, 4, 8) for seq in (5, 7))
+    assert shapes == sorted((rows, seq) for rows in batcher.sizes for seq in (5, 7))
 
     stateful = Batcher([dict(inputs[0], mutable=True), inputs[1]], outputs, max_batch=8)
     assert not stateful.enabled and "updated in place" in stateful.reason
@@ -207,7 +210,7 @@ def test_replicas_run_on_both_nodes(cluster):
         replicas = replicas_of(f"{url}/{app}")
         assert len({description["node"] for description in replicas.values()}) == 2, replicas
         description = next(iter(replicas.values()))
-        assert description["batch"] == {"dim": "batch", "sizes": [1, 2, 4, 8]}
+        assert description["batch"] == {"dim": "batch", "sizes": list(range(1, 9))}
         assert description["threads"] == 1  # 0.4 CPUs, rounded up
 
 
