@@ -282,6 +282,9 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
   }
   plan_use_order_.push_front(key);
   plans_.emplace(std::move(key), CachedPlan{plan, plan_use_order_.begin()});
+  // A plan built on first use (a new batch size) may have measured: kept for the next build
+  // that reads the timing cache, as a build's own plans are.
+  tuner_->saveCache();
   return plan;
 }
 

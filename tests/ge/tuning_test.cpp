@@ -138,6 +138,31 @@ TEST_F(Tuning, ATimingCacheAndTheOfflineModelKeepTheChoice) {
   EXPECT_EQ(loaded->report().tuning_seconds, 0);
 }
 
+// A model with a symbolic batch plans each batch size on first use (as estuary.serve's
+// replicas do at start): what those plans measure reaches the timing cache too.
+TEST_F(Tuning, APlanBuiltOnFirstUseKeepsItsMeasurementsInTheTimingCache) {
+  std::string text = linearGraphText();
+  for (size_t at = text.find("f32[1,"); at != std::string::npos; at = text.find("f32[1,", at)) {
+    text.replace(at, 6, "f32[batch,");
+  }
+  auto graph = parseGraph(text);
+  auto runRows = [](const CompiledModel& model, int64_t rows) {
+    std::vector<float> x(rows * kDepth, 0.5f);
+    model.createContext()->run({HostTensor::of(TensorDesc::of(DType::F32, {rows, kDepth}), x.data())});
+  };
+  auto first = CompiledModel::build(*graph, tuned());
+  EXPECT_TRUE(first->report().tuning.empty());  // no shape to plan for yet
+  runRows(*first, 4);
+  ASSERT_EQ(first->report().tuning.size(), 1u);
+  EXPECT_NE(first->report().tuning[0].find("measured: "), std::string::npos) << first->report().tuning[0];
+
+  auto second = CompiledModel::build(*graph, tuned());
+  runRows(*second, 4);
+  ASSERT_EQ(second->report().tuning.size(), 1u);
+  EXPECT_NE(second->report().tuning[0].find("from the timing cache"), std::string::npos) << second->report().tuning[0];
+  EXPECT_EQ(second->report().tuning_seconds, 0);
+}
+
 TEST_F(Tuning, TimesThePlanInEachActivationLayoutAndKeepsTheChoice) {
   auto chain = parseGraph(convChainGraphText());
   BuildOptions untuned;
