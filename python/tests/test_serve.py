@@ -415,13 +415,15 @@ def test_estuary_serve_command_joins_the_cluster_and_routes_only_ready_replicas(
 def test_serve_module_on_its_own_cluster_is_healthy_only_when_ready(models, references, tmp_path):
     """python -m estuary.serve without --address starts a Ray cluster of its own: /-/healthz
     says 503 until the replica is ready and 200 from then on, when the model (an offline
-    model this time, mapped as it is) answers."""
+    model this time, mapped as it is) answers. The replica tunes the plans it builds at start
+    and keeps the measurements in the timing cache."""
     port = free_port()
     log = tmp_path / "serve.log"
     offline = tmp_path / "encoder.eom"
     estuary.convert(models["encoder"], str(offline))
     command = [sys.executable, "-m", "estuary.serve", str(offline), "--port", str(port), "--replica-cpus", "0.5",
-               "--max-batch", "4", "--warm-dims", "seq:8", "--object-store-memory", "80MiB"]
+               "--max-batch", "4", "--warm-dims", "seq:8", "--object-store-memory", "80MiB",
+               "--tuning", "on", "--timing-cache", str(tmp_path / "timing.cache"), "--tuning-budget", "20"]
     with open(log, "w") as output:
         server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
     answers = []
@@ -439,6 +441,9 @@ def test_serve_module_on_its_own_cluster_is_healthy_only_when_ready(models, refe
         assert response.status_code == 200, response.text
         np.testing.assert_allclose(outputs_of(response, "json")["hidden"], references["encoder"].run(inputs)[0],
                                    rtol=RTOL, atol=ATOL)
+        assert requests.get(f"http://127.0.0.1:{port}/", timeout=10).json()["tuning"] is True
+        cache = (tmp_path / "timing.cache").read_text().splitlines()
+        assert cache[0] == "# estuary timing cache 1" and len(cache) > 1, cache  # one line per problem measured
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
@@ -455,3 +460,7 @@ def test_estuary_serve_command_says_what_is_missing(tmp_path, models):
     done = subprocess.run([sys.executable, "-m", "estuary.serve", str(tmp_path / "missing.onnx")], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2 and "missing.onnx: no such file or directory" in done.stderr, done.stderr
+    done = subprocess.run([sys.executable, "-m", "estuary.serve", models["cnn"], "--timing-cache", "t.cache"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--timing-cache is read and written only with --tuning on" in done.stderr, \
+        done.stderr

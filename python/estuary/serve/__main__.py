@@ -55,6 +55,15 @@ def arguments(argv, prog):
                         "(-1 keeps a dim symbolic)")
     parser.add_argument("--warm-dims", help="sizes of the other symbolic dims to build plans for at start, "
                         "e.g. seq:16,128 (the batch sizes are built for each)")
+    parser.add_argument("--tuning", choices=("on", "off"), default="off",
+                        help="on: each plan a replica builds times the kernels a node could run on this machine "
+                        "and keeps the fastest (start-up takes up to --tuning-budget longer); off: the built-in "
+                        "rules choose (default off)")
+    parser.add_argument("--timing-cache", help="with --tuning on: a file on each replica's node keeping the "
+                        "measurements, so that a replica finding them there does not measure again")
+    parser.add_argument("--tuning-budget", type=float, default=60.0,
+                        help="the most seconds a replica spends measuring; later plans get the rules' choice "
+                        "(default 60)")
     parser.add_argument("--max-body-size", default="64MiB", help="the largest request body (default 64MiB)")
     parser.add_argument("--object-store-memory", default="256MiB",
                         help="the local cluster's object store (default 256MiB; not used with --address)")
@@ -74,6 +83,10 @@ def arguments(argv, prog):
             setattr(args, name, parse_dims(getattr(args, name)))
         except ValueError as error:
             parser.error(f"--{name.replace('_', '-')} {error}")
+    if args.timing_cache and args.tuning == "off":
+        parser.error("--timing-cache is read and written only with --tuning on")
+    if args.tuning_budget < 0:
+        parser.error(f"--tuning-budget must be 0 or more, got {args.tuning_budget:g}")
     if not os.path.exists(args.model):
         parser.error(f"{args.model}: no such file or directory")
     args.model = os.path.abspath(args.model)
@@ -115,7 +128,8 @@ def main(argv=None, prog="python -m estuary.serve"):
         args.model, version=uuid.uuid4().hex, replicas=args.replicas, replica_cpus=args.replica_cpus,
         max_replicas_per_node=args.max_replicas_per_node, threads=args.threads, max_batch=args.max_batch,
         batch_wait_ms=args.batch_wait_ms, max_body_bytes=args.max_body_size, input_shapes=args.input_shape,
-        warm_dims=args.warm_dims)
+        warm_dims=args.warm_dims, tuning=args.tuning == "on", timing_cache=args.timing_cache,
+        tuning_budget_s=args.tuning_budget)
 
     def stop(signum, frame):
         raise KeyboardInterrupt

@@ -38,23 +38,38 @@ def replica_threads():
     return max(1, math.ceil(cpus))
 
 
-def load_model(source, threads, input_shapes):
+def tuning_options(tuning, timing_cache, tuning_budget_s):
+    """The build options (estuary.Model's `options`) that make every plan the replica builds
+    time its kernels, or none."""
+    if not tuning:
+        if timing_cache:
+            raise ValueError("timing_cache is read and written only when the replica tunes (tuning=True)")
+        return {}
+    options = {"tune_kernels": "true", "tuning_budget": repr(float(tuning_budget_s))}
+    if timing_cache:
+        options["timing_cache"] = os.path.abspath(timing_cache)
+    return options
+
+
+def load_model(source, threads, input_shapes, options):
     """The model as an offline model mapped from disk: an .eom is mapped as it is; any other
     model is converted once, here, to an .eom in a temporary directory, mapped, and the file
-    unlinked (the mapping keeps it alive). Returns the model and the seconds conversion took
-    (None for an .eom)."""
+    unlinked (the mapping keeps it alive). `options` apply to the plans built later (tuning).
+    Returns the model and the seconds conversion took (None for an .eom)."""
     if is_offline_model(source):
         if input_shapes:
             raise ValueError(f"{source} is an offline model, whose input shapes were fixed when it was made; "
                              "input_shapes applies only to models converted at start")
-        return estuary.Model(source, threads=threads), None
+        return estuary.Model(source, threads=threads, options=options), None
     started = time.perf_counter()
     directory = tempfile.mkdtemp(prefix="estuary-serve-")
     try:
         path = os.path.join(directory, "model.eom")
-        estuary.convert(source, path, input_shapes=input_shapes or {}, threads=threads)
+        estuary.convert(source, path, input_shapes=input_shapes or {}, threads=threads,
+                        tune_kernels="tune_kernels" in options, timing_cache=options.get("timing_cache"),
+                        tuning_budget=float(options.get("tuning_budget", 60.0)))
         converted = time.perf_counter() - started
-        return estuary.Model(path, threads=threads), converted
+        return estuary.Model(path, threads=threads, options=options), converted
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -84,14 +99,22 @@ class EstuaryModel:
         built on first use.
     max_body_bytes: the largest request body (and the largest .npz once inflated).
     log_interval_s: how often the replica logs a summary line.
+    tuning: each plan the replica builds times the kernels a node could run on this machine
+        and keeps the fastest (as `estuary convert --tuning on` does), which makes start-up
+        slower by up to `tuning_budget_s` seconds of measuring; off: the built-in rules choose.
+    timing_cache: with tuning, a file on the replica's node that keeps the measurements: a
+        replica that finds its problems there (a restart, another replica started later on
+        the node) does not measure them again.
     """
 
     def __init__(self, model, *, input_shapes=None, threads=None, max_batch=16, batch_wait_ms=5.0, warm_dims=None,
-                 max_body_bytes=DEFAULT_MAX_BODY_BYTES, log_interval_s=60.0):
+                 max_body_bytes=DEFAULT_MAX_BODY_BYTES, log_interval_s=60.0, tuning=False, timing_cache=None,
+                 tuning_budget_s=60.0):
         context = serve.get_replica_context()
         self._name = os.path.basename(str(model).rstrip("/"))
         self._threads = threads or replica_threads()
-        self._model, convert_seconds = load_model(str(model), self._threads, input_shapes)
+        self._tuning = tuning_options(tuning, timing_cache, tuning_budget_s)
+        self._model, convert_seconds = load_model(str(model), self._threads, input_shapes, self._tuning)
         self._batcher = Batcher(self._model.inputs, self._model.outputs, max_batch)
         self._max_body_bytes = max_body_bytes
         self._replica = context.replica_id.unique_id
@@ -113,8 +136,11 @@ class EstuaryModel:
         plans = (f"{len(feeds)} plans built in {time.perf_counter() - started:.2f} s" if feeds else
                  f"plans built on first use: {why_not}")
         origin = "an offline model" if convert_seconds is None else f"converted in {convert_seconds:.2f} s"
-        logger.info("estuary.serve %s: %s, mapped with %d thread%s; %s; %s", self._name, origin, self._threads,
-                    "s" if self._threads > 1 else "", batching, plans)
+        kernels = ("kernels tuned" + (f" (timing cache {self._tuning['timing_cache']})"
+                                      if "timing_cache" in self._tuning else "")
+                   if self._tuning else "kernels chosen by the built-in rules")
+        logger.info("estuary.serve %s: %s, mapped with %d thread%s; %s; %s, %s", self._name, origin, self._threads,
+                    "s" if self._threads > 1 else "", batching, plans, kernels)
         self._stats.log_every(log_interval_s, f"estuary.serve {self._name}")
 
     def describe(self):
@@ -125,6 +151,7 @@ class EstuaryModel:
             "outputs": self._model.outputs,
             "batch": {"dim": self._batcher.symbol, "sizes": self._batcher.sizes} if self._batcher.enabled else None,
             "threads": self._threads,
+            "tuning": bool(self._tuning),
             "replica": self._replica,
             "node": self._node,
             "pid": os.getpid(),
@@ -264,6 +291,8 @@ def application(model, *, replicas=1, replica_cpus=1.0, max_replicas_per_node=No
     # Checked here rather than in each replica, whose failures Ray only retries and logs.
     if replicas < 1 or max_batch < 1:
         raise ValueError(f"replicas and max_batch must be at least 1, got {replicas} and {max_batch}")
+    tuning_options(model_options.get("tuning", False), model_options.get("timing_cache"),
+                   model_options.get("tuning_budget_s", 60.0))
     options = {
         "num_replicas": replicas,
         "ray_actor_options": {"num_cpus": replica_cpus},
