@@ -133,7 +133,7 @@ std::vector<OptionDecl> tuningOptionDecls() {
       {"tuning", "on|off",
        "time each kernel a node could run (Estuary's GEMV or oneDNN, oneDNN's implementations, Winograd or "
        "direct convolution or Estuary's own direct or Winograd (F(4x4, 3x3), F(2x2, 3x3)) for channels-last f32, Estuary's or oneDNN's max pooling in "
-       "channels-last, weights with rows a page apart as they are or padded, a product on oneDNN's threads or "
+       "channels-last, weights with rows a multiple of 1 KiB apart as they are or padded, a product on oneDNN's threads or "
        "in column blocks on Estuary's) and each layout of convolution chains (whole plans) on this machine with the plan's "
        "shapes and threads, and keep the fastest; off: built-in rules choose, and two builds of a model are the "
        "same",

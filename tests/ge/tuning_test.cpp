@@ -244,6 +244,28 @@ TEST_F(Tuning, WeightsWithRowsAPageApartArePaddedAndPlainIsATactic) {
   for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4f) << i;
 }
 
+// Which rows the rules pad: a multiple of 1 KiB apart (BERT's 768 and 2304 floats wide
+// included), and not 2.5 KiB (640 floats) apart.
+TEST(PaddedRows, TheRulesPadWeightsWhoseRowsAreAMultipleOf1KiBApart) {
+  for (const auto& [width, padded] : std::vector<std::pair<int64_t, bool>>{{256, true}, {640, false}, {768, true},
+                                                                          {2304, true}}) {
+    std::ostringstream weights;
+    for (int64_t i = 0; i < 16 * width; ++i) weights << (i ? ", " : "") << (i % 7) * 0.125;
+    const std::string w = "f32[16," + std::to_string(width) + "]";
+    auto graph = parseGraph("graph @wide(%x: f32[8,16]) {\n"
+                            "  %w = Constant() {value = tensor<" + w + "> [" + weights.str() + "]} : " + w + "\n"
+                            "  %y = MatMul(%x, %w) : f32[8," + std::to_string(width) + "]\n"
+                            "  return %y\n"
+                            "}\n");
+    BuildOptions untuned;
+    untuned.num_threads = 1;
+    auto model = CompiledModel::build(*graph, untuned);
+    ASSERT_EQ(model->report().kernels.size(), 1u);
+    EXPECT_EQ(model->report().kernels[0].find("(B rows padded)") != std::string::npos, padded)
+        << width << ": " << model->report().kernels[0];
+  }
+}
+
 // `count` values in [-0.09, 0.09], a different sequence for each seed.
 std::string testValues(int64_t count, int seed) {
   std::ostringstream text;

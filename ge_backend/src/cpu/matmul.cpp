@@ -53,21 +53,24 @@ std::vector<dnnl::matmul::primitive_desc> matmulImplementations(const dnnl::matm
   return implementations;
 }
 
-// Plain row-major weights whose rows are a multiple of 4 KiB apart, as a layout with each row
+// Plain row-major weights whose rows are a multiple of 1 KiB apart, as a layout with each row
 // padded by a cache line; nullopt for others. A BLAS kernel that reads B down its columns
-// touches addresses a multiple of 4 KiB apart, which share cache sets: oneDNN 2.6's gemm:jit
-// takes 21.9 ms for 128x768 by 768x3072 with B's rows 12 KiB apart and 17.3 ms with them
-// 12 KiB + 64 bytes apart (1 thread, Zen 1; 11.2 against 9.4 ms at 2 threads); on Zen 3 the
-// whole BERT-like encoder runs 1.25-1.33x faster with its twelve (768 x 3072) padded. The
-// padded copy is made once, at build (the mapped original's pages are released), and the
-// rules prefer it; the tuner measures it beside the plain one.
+// touches addresses a row apart; at multiples of 1 KiB they fall in at most 4 of the 64 sets
+// of a 32 KiB 8-way L1 (at multiples of 4 KiB, in one), and evict each other. oneDNN 2.6's
+// gemm:jit takes 21.9 ms for 128x768 by 768x3072 with B's rows 12 KiB apart and 17.3 ms with
+// them 12 KiB + 64 bytes apart (1 thread, Zen 1; 11.2 against 9.4 ms at 2 threads). On Zen 3,
+// padding BERT's 768 x 3072 weights made the whole encoder 1.25-1.33x faster; padding its
+// other products too (rows 3 and 9 KiB apart) took them from 300 to 264 ms a run at 1 thread
+// (3072 x 768: 8.6 -> 7.4 ms; 768 x 2304: 6.1 -> 5.5; 768 x 768: 2.05 -> 1.85). The padded copy
+// is made once, at build (the mapped original's pages are released), and the rules prefer
+// it; the tuner measures it beside the plain one.
 std::optional<dnnl::memory::desc> paddedRows(const dnnl::memory::desc& weights) {
-  constexpr int64_t kPageBytes = 4096, kLineBytes = 64;
+  constexpr int64_t kConflictingStride = 1024, kLineBytes = 64;
   const dnnl::memory::dims dims = weights.dims();
   const int64_t element = static_cast<int64_t>(dnnl::memory::data_type_size(weights.data_type()));
   if (dims.size() < 2 || weights != dnnl::memory::desc(dims, weights.data_type(), stridesOf(dims))) return std::nullopt;
   const int64_t row = dims.back() * element;
-  if (row % kPageBytes != 0) return std::nullopt;
+  if (row % kConflictingStride != 0) return std::nullopt;
   dnnl::memory::dims strides(dims.size());
   strides.back() = 1;
   strides[dims.size() - 2] = (row + kLineBytes) / element;
