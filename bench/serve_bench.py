@@ -99,13 +99,14 @@ def onnxruntime_deployment():
     return OnnxRuntimeModel
 
 
-def application(engine, path, replicas, max_batch, batch_wait_ms):
+def application(engine, path, replicas, max_batch, batch_wait_ms, timing_cache):
     import estuary.serve
 
     cpus = 2 / replicas
     if engine == "estuary":
+        tuning = dict(tuning=True, timing_cache=timing_cache) if timing_cache else {}
         return estuary.serve.application(path, replicas=replicas, replica_cpus=cpus, max_batch=max_batch,
-                                         batch_wait_ms=batch_wait_ms)
+                                         batch_wait_ms=batch_wait_ms, **tuning)
     return onnxruntime_deployment().options(
         num_replicas=replicas, ray_actor_options={"num_cpus": cpus},
         max_ongoing_requests=max(8, 2 * max_batch)).bind(path, max_batch, batch_wait_ms)
@@ -150,7 +151,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "estuary_bench_serve"))
     parser.add_argument("--port", type=int, default=8321)
+    parser.add_argument("--estuary-tuning", action="store_true",
+                        help="Estuary's replicas tune their plans (estuary.serve --tuning on) with a timing cache in "
+                        "--workdir: the first round's replicas measure while starting, later rounds reuse it")
     args = parser.parse_args()
+    timing_cache = os.path.join(args.workdir, "serve_bench.timing_cache") if args.estuary_tuning else None
 
     import ray
     from ray import serve
@@ -159,7 +164,8 @@ def main():
     serve.start(http_options={"host": "127.0.0.1", "port": args.port}, logging_config={"enable_access_log": False})
     url = f"http://127.0.0.1:{args.port}/"
     print(f"CPU: {common.cpu_model()}; {args.clients} clients, {args.seconds:g} s per measurement after "
-          f"{args.warmup:g} s of warm-up, {args.rounds} round{'s' if args.rounds > 1 else ''}, medians")
+          f"{args.warmup:g} s of warm-up, {args.rounds} round{'s' if args.rounds > 1 else ''}, medians; Estuary's "
+          + (f"replicas tune (timing cache {timing_cache})" if timing_cache else "kernels from the built-in rules"))
     print("| model | replicas x CPUs | batching | " +
           " | ".join(f"{ENGINE_NAMES[engine]} req/s, p50 / p99 ms" for engine in ENGINES) + " | Estuary / ORT req/s |")
     print("|---|---|---|" + "---|" * (len(ENGINES) + 1))
@@ -172,8 +178,8 @@ def main():
                 rounds = {engine: [] for engine in ENGINES}
                 for _ in range(args.rounds):
                     for engine in ENGINES:
-                        serve.run(application(engine, path, replicas, max_batch, args.batch_wait_ms), name="bench",
-                                  route_prefix="/")
+                        serve.run(application(engine, path, replicas, max_batch, args.batch_wait_ms, timing_cache),
+                                  name="bench", route_prefix="/")
                         rounds[engine].append(load(url, buffer.getvalue(), args.clients, args.warmup, args.seconds))
                         serve.delete("bench")
                 figures = {engine: [statistics.median(values) for values in zip(*rounds[engine])] for engine in ENGINES}
