@@ -2,7 +2,8 @@
 // What the plans of one model, built for different input shapes, share. A weight packed into
 // a kernel's layout is the same for every batch size, yet each plan made its own copy: a
 // model served at batch sizes 1, 2, 4 and 8 held ResNet-50's reordered weights four times
-// (546 MiB where one copy needs 173). Kept weakly: an object lives while a plan holds it.
+// (546 MiB of peak RSS; with one shared copy, 200). Kept weakly: an object lives while a plan
+// holds it.
 #include <functional>
 #include <memory>
 #include <mutex>

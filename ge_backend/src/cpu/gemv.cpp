@@ -37,6 +37,22 @@ inline void storeVec(float* to, Vec v) { std::memcpy(to, &v, sizeof v); }
 template <typename W>
 constexpr bool kSixteenBit = sizeof(W) == 2;
 
+template <typename W>
+inline float weightAt(const W* w, int64_t i) {
+  if constexpr (kSixteenBit<W>) {
+    return toFloat(w[i]);
+  } else {
+    return w[i];
+  }
+}
+// One vector of weights widened lane by lane, for CPUs without the conversion instructions.
+template <typename W>
+inline Vec widenLanes(const W* from) {
+  Vec v;
+  for (int64_t i = 0; i < kLanes; ++i) v[i] = weightAt(from, i);
+  return v;
+}
+
 // B's elements widened to f32 in registers. 16-bit weights are read as they are stored, half
 // the bytes of f32, which is what a product bound by reading B gains from them (a decode
 // step in bf16 or f16 on a CPU without 16-bit dot products, where oneDNN has only reference
@@ -55,9 +71,7 @@ inline Vec loadWeights(const BFloat16* from) {
   const __m256i widened = _mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16);
   return reinterpret_cast<Vec>(_mm256_castsi256_ps(widened));
 #else
-  Vec v;
-  for (int64_t i = 0; i < kLanes; ++i) v[i] = toFloat(from[i]);
-  return v;
+  return widenLanes(from);
 #endif
 }
 inline Vec loadWeights(const Float16* from) {
@@ -67,9 +81,7 @@ inline Vec loadWeights(const Float16* from) {
 #elif defined(__F16C__) && defined(__AVX__)
   return reinterpret_cast<Vec>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from))));
 #else
-  Vec v;
-  for (int64_t i = 0; i < kLanes; ++i) v[i] = toFloat(from[i]);
-  return v;
+  return widenLanes(from);
 #endif
 }
 
@@ -93,9 +105,6 @@ inline void prefetchNext(const W* from) {
   }
 }
 
-inline float weightAt(const float* w, int64_t i) { return w[i]; }
-inline float weightAt(const BFloat16* w, int64_t i) { return toFloat(w[i]); }
-inline float weightAt(const Float16* w, int64_t i) { return toFloat(w[i]); }
 
 inline float sumLanes(Vec v) {
   float sum = 0.f;
