@@ -59,9 +59,9 @@ def arguments(argv, prog):
                         help="on: each plan a replica builds times the kernels a node could run on this machine "
                         "and keeps the fastest (start-up takes up to --tuning-budget longer); off: the built-in "
                         "rules choose (default off)")
-    parser.add_argument("--timing-cache", help="with --tuning on: a file on each replica's node keeping the "
+    parser.add_argument("--timing-cache", metavar="FILE", help="with --tuning on: a file on each replica's node keeping the "
                         "measurements, so that a replica finding them there does not measure again")
-    parser.add_argument("--tuning-budget", type=float, default=60.0,
+    parser.add_argument("--tuning-budget", type=float, default=60.0, metavar="SECONDS",
                         help="the most seconds a replica spends measuring; later plans get the rules' choice "
                         "(default 60)")
     parser.add_argument("--max-body-size", default="64MiB", help="the largest request body (default 64MiB)")
