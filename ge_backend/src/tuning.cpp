@@ -442,7 +442,9 @@ std::shared_ptr<Plan> Tuner::choosePlan(const std::string& key, const std::vecto
   const std::string rules_tactic = "layout:rules";
   auto tacticOf = [](Layout layout) { return std::string("layout:") + layoutName(layout); };
   auto layoutNamed = [&](const std::string& tactic) -> std::optional<std::optional<Layout>> {
-    if (tactic == rules_tactic) return std::optional<Layout>();
+    // Built in place: GCC 12 warns that copying an empty std::optional<Layout> into the
+    // outer one reads its uninitialized payload.
+    if (tactic == rules_tactic) return std::optional<std::optional<Layout>>(std::in_place);
     for (Layout layout : layouts) {
       if (tactic == tacticOf(layout)) return std::optional<Layout>(layout);
     }
