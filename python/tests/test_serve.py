@@ -378,15 +378,17 @@ def test_handle_calls_return_arrays_and_raise_input_errors(cluster, references):
 def test_estuary_serve_command_joins_the_cluster_and_routes_only_ready_replicas(cluster, models, references, tmp_path):
     """`estuary serve` (the C++ command, which runs python -m estuary.serve) joins the
     cluster; its route appears only once its replica is running, it answers, and SIGTERM
-    removes it."""
+    removes it. Its replica, started by the cluster's node elsewhere, tunes into the timing
+    cache given relative to the command's directory."""
     url, nodes = cluster
     port = url.rsplit(":", 1)[1]
     command = [os.environ.get("ESTUARY_CLI", "estuary"), "serve", models["cnn"], "--address", nodes.address,
-               "--port", port, "--name", "cli", "--route-prefix", "/cli", "--replica-cpus", "0.1"]
+               "--port", port, "--name", "cli", "--route-prefix", "/cli", "--replica-cpus", "0.1",
+               "--tuning", "on", "--timing-cache", "cli.cache", "--tuning-budget", "5"]
     log = tmp_path / "serve.log"
     with open(log, "w") as output:
         server = subprocess.Popen(command, env=dict(os.environ, ESTUARY_PYTHON=sys.executable), stdout=output,
-                                  stderr=subprocess.STDOUT)
+                                  stderr=subprocess.STDOUT, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 120
         while "/cli" not in requests.get(f"{url}/-/routes", timeout=10).json():
@@ -402,6 +404,7 @@ def test_estuary_serve_command_joins_the_cluster_and_routes_only_ready_replicas(
         assert response.status_code == 200, response.text
         np.testing.assert_allclose(outputs_of(response, "npz")["logits"], references["cnn"].run(inputs)[0],
                                    rtol=RTOL, atol=ATOL)
+        assert (tmp_path / "cli.cache").read_text().startswith("# estuary timing cache 1\n")
         while "is served at" not in log.read_text():
             assert time.monotonic() < deadline, f"the command never said it serves:\n{log.read_text()}"
             time.sleep(0.1)
@@ -416,16 +419,16 @@ def test_serve_module_on_its_own_cluster_is_healthy_only_when_ready(models, refe
     """python -m estuary.serve without --address starts a Ray cluster of its own: /-/healthz
     says 503 until the replica is ready and 200 from then on, when the model (an offline
     model this time, mapped as it is) answers. The replica tunes the plans it builds at start
-    and keeps the measurements in the timing cache."""
+    and keeps the measurements in the timing cache, given relative to the command's directory."""
     port = free_port()
     log = tmp_path / "serve.log"
     offline = tmp_path / "encoder.eom"
     estuary.convert(models["encoder"], str(offline))
     command = [sys.executable, "-m", "estuary.serve", str(offline), "--port", str(port), "--replica-cpus", "0.5",
                "--max-batch", "4", "--warm-dims", "seq:8", "--object-store-memory", "80MiB",
-               "--tuning", "on", "--timing-cache", str(tmp_path / "timing.cache"), "--tuning-budget", "20"]
+               "--tuning", "on", "--timing-cache", "timing.cache", "--tuning-budget", "20"]
     with open(log, "w") as output:
-        server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=tmp_path)
     answers = []
     try:
         deadline = time.monotonic() + 120

@@ -104,7 +104,8 @@ class EstuaryModel:
         slower by up to `tuning_budget_s` seconds of measuring; off: the built-in rules choose.
     timing_cache: with tuning, a file on the replica's node that keeps the measurements: a
         replica that finds its problems there (a restart, another replica started later on
-        the node) does not measure them again.
+        the node) does not measure them again. application() makes a relative path absolute
+        in the caller's directory.
     """
 
     def __init__(self, model, *, input_shapes=None, threads=None, max_batch=16, batch_wait_ms=5.0, warm_dims=None,
@@ -293,6 +294,9 @@ def application(model, *, replicas=1, replica_cpus=1.0, max_replicas_per_node=No
         raise ValueError(f"replicas and max_batch must be at least 1, got {replicas} and {max_batch}")
     tuning_options(model_options.get("tuning", False), model_options.get("timing_cache"),
                    model_options.get("tuning_budget_s", 60.0))
+    if model_options.get("timing_cache"):
+        # Relative to this process's directory, not to a replica's (Ray starts workers elsewhere).
+        model_options["timing_cache"] = os.path.abspath(model_options["timing_cache"])
     options = {
         "num_replicas": replicas,
         "ray_actor_options": {"num_cpus": replica_cpus},
