@@ -283,8 +283,13 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
   plan_use_order_.push_front(key);
   plans_.emplace(std::move(key), CachedPlan{plan, plan_use_order_.begin()});
   // A plan built on first use (a new batch size) may have measured: kept for the next build
-  // that reads the timing cache, as a build's own plans are.
-  tuner_->saveCache();
+  // that reads the timing cache, as a build's own plans are. A cache that cannot be written
+  // now (a full disk) costs the next build its measurements, not this run its answer.
+  try {
+    tuner_->saveCache();
+  } catch (const Error& error) {
+    report_.warnings.push_back(std::string("the timing cache was not updated: ") + error.what());
+  }
   return plan;
 }
 

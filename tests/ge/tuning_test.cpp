@@ -161,6 +161,16 @@ TEST_F(Tuning, APlanBuiltOnFirstUseKeepsItsMeasurementsInTheTimingCache) {
   ASSERT_EQ(second->report().tuning.size(), 1u);
   EXPECT_NE(second->report().tuning[0].find("from the timing cache"), std::string::npos) << second->report().tuning[0];
   EXPECT_EQ(second->report().tuning_seconds, 0);
+
+  // A cache that cannot be written any more (here a directory took its name): the run that
+  // plans a new shape still answers, and the report says why the cache was not updated.
+  fs::remove(path("timing.cache"));
+  fs::create_directory(path("timing.cache"));
+  runRows(*second, 6);
+  ASSERT_FALSE(second->report().warnings.empty());
+  EXPECT_EQ(second->report().warnings.back().rfind("the timing cache was not updated: " + path("timing.cache"), 0),
+            0u)
+      << second->report().warnings.back();
 }
 
 TEST_F(Tuning, TimesThePlanInEachActivationLayoutAndKeepsTheChoice) {
