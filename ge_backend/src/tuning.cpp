@@ -321,46 +321,50 @@ std::unique_ptr<Kernel> KernelBuildContext::choose(const std::vector<KernelTacti
   return nullptr;
 }
 
-Tuner::Tuner(const BuildOptions& options)
-    : measure_(options.tune_kernels),
-      budget_seconds_(options.tuning_budget_seconds),
-      cache_path_(options.tune_kernels ? options.timing_cache : std::string()) {
-  if (cache_path_.empty()) return;
+std::string Tuner::readCacheFile(std::map<std::string, Record>& records, bool& ours) const {
   std::ifstream file(cache_path_);
-  if (!file) return;  // the first build that uses this cache creates it
+  if (!file) return "";  // the first build that uses this cache creates it
   std::string line;
   size_t number = 0;
-  // A cache that does not read back whole is not trusted in part: its choices may have come
-  // from another build of Estuary or from a write cut short. Estuary's own is rewritten;
-  // another file (the wrong one given) is left alone.
-  auto distrust = [&](const std::string& problem, bool ours) {
-    keep_cache_ = ours;
-    cache_warning_ = cache_path_ + ":" + std::to_string(number) + ": " + problem +
-                     ": the timing cache was ignored, every choice measured again, " +
-                     (ours ? "and the file rewritten with this build's timings"
-                           : "and the file left as it was (give --timing-cache another file to keep timings)");
-    records_.clear();
-  };
+  auto problem = [&](const std::string& what) { return cache_path_ + ":" + std::to_string(number) + ": " + what; };
   while (std::getline(file, line)) {
     ++number;
     if (number == 1) {
       if (line != kCacheHeader) {
-        distrust("not an Estuary timing cache (expected the line '" + std::string(kCacheHeader) + "', found '" +
-                     line.substr(0, 60) + "')",
-                 false);
-        return;
+        ours = false;
+        return problem("not an Estuary timing cache (expected the line '" + std::string(kCacheHeader) +
+                       "', found '" + line.substr(0, 60) + "')");
       }
       continue;
     }
     if (line.empty()) continue;
     const size_t first = line.find('\t'), second = first == std::string::npos ? first : line.find('\t', first + 1);
     if (second == std::string::npos || first == 0 || second == first + 1) {
-      distrust("expected 'key<TAB>tactic<TAB>times', found '" + line.substr(0, 80) + "'", true);
-      return;
+      return problem("expected 'key<TAB>tactic<TAB>times', found '" + line.substr(0, 80) + "'");
     }
-    records_[line.substr(0, first)] =
+    records[line.substr(0, first)] =
         Record{line.substr(first + 1, second - first - 1), line.substr(second + 1), Source::CacheFile};
   }
+  return "";
+}
+
+Tuner::Tuner(const BuildOptions& options)
+    : measure_(options.tune_kernels),
+      budget_seconds_(options.tuning_budget_seconds),
+      cache_path_(options.tune_kernels ? options.timing_cache : std::string()) {
+  if (cache_path_.empty()) return;
+  // A cache that does not read back whole is not trusted in part: its choices may have come
+  // from another build of Estuary or from a write cut short. Estuary's own is rewritten;
+  // another file (the wrong one given) is left alone.
+  bool ours = true;
+  const std::string problem = readCacheFile(records_, ours);
+  if (problem.empty()) return;
+  keep_cache_ = ours;
+  unsaved_ = ours;
+  cache_warning_ = problem + ": the timing cache was ignored, every choice measured again, " +
+                   (ours ? "and the file rewritten with this build's timings"
+                         : "and the file left as it was (give --timing-cache another file to keep timings)");
+  records_.clear();
 }
 
 std::unique_ptr<Kernel> Tuner::choose(const KernelBuildContext& context, const std::vector<KernelTactic>& tactics) {
@@ -427,7 +431,10 @@ std::unique_ptr<Kernel> Tuner::choose(const KernelBuildContext& context, const s
   {
     std::lock_guard<std::mutex> lock(mutex_);
     spent_seconds_ += spent;
-    if (!times.empty()) records_[key] = Record{best_name, times, Source::Measured};
+    if (!times.empty()) {
+      records_[key] = Record{best_name, times, Source::Measured};
+      unsaved_ = true;
+    }
   }
   use(best_name, best_name + (times.empty() ? " (no tactic ran on synthetic inputs: the rules chose)"
                                             : " (measured: " + times + ")"));
@@ -534,6 +541,7 @@ std::shared_ptr<Plan> Tuner::choosePlan(const std::string& key, const std::vecto
     spent_seconds_ += std::chrono::duration<double>(Clock::now() - started).count() -
                       (spent_seconds_ - nodes_spent_before);
     records_[key] = Record{best_tactic, times, Source::Measured};
+    unsaved_ = true;
   }
   in_hand_report.tuning_seconds = secondsSpent();
   return finish(in_hand, std::move(in_hand_report), best_tactic,
@@ -550,12 +558,24 @@ void Tuner::addRecorded(const std::map<std::string, std::string>& tactics) {
   for (const auto& [key, tactic] : tactics) records_[key] = Record{tactic, "", Source::OfflineModel};
 }
 
-void Tuner::saveCache() const {
+void Tuner::saveCache() {
   if (cache_path_.empty() || !keep_cache_) return;
+  std::lock_guard<std::mutex> saving(save_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!unsaved_ && std::ifstream(cache_path_)) return;  // a file write per new plan only when it measured
+  }
+  // Replicas on a node share one cache: what another build wrote since this one read the file
+  // is kept (and used by this one's later plans), not overwritten by the last writer. A file
+  // that no longer reads whole is replaced by this build's records.
+  std::map<std::string, Record> on_disk;
+  bool ours = true;
+  if (!readCacheFile(on_disk, ours).empty()) on_disk.clear();
   std::ostringstream text;
   text << kCacheHeader << '\n';
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    records_.merge(on_disk);  // a key this build has keeps this build's record
     for (const auto& [key, record] : records_) {
       if (record.source == Source::OfflineModel) continue;
       text << key << '\t' << oneField(record.chosen) << '\t' << oneField(record.times) << '\n';
@@ -563,6 +583,8 @@ void Tuner::saveCache() const {
   }
   // Whole or not at all: another build may be reading the cache meanwhile.
   writeFileAtomically(cache_path_, text.str());
+  std::lock_guard<std::mutex> lock(mutex_);
+  unsaved_ = false;
 }
 
 std::vector<std::string> Tuner::takeReportLines() {

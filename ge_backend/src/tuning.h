@@ -47,8 +47,9 @@ class Tuner {
   // An offline model's choices, reused for plans of the same problems on the same CPU.
   void addRecorded(const std::map<std::string, std::string>& tactics);
   // Rewrites the timing cache file (when one was given, and is not someone else's file) with
-  // every record, old and new.
-  void saveCache() const;
+  // every record, old and new, and those other builds wrote to it meanwhile. Does nothing when
+  // nothing was measured since the last save and the file exists.
+  void saveCache();
   // Report lines since the last call, and the seconds measuring took in total.
   std::vector<std::string> takeReportLines();
   double secondsSpent() const;
@@ -61,13 +62,18 @@ class Tuner {
     Source source;
     std::string origin() const;  // "from the timing cache: cpu:gemv 0.181 ms, ..."
   };
+  // Adds the cache file's records; returns what makes it unreadable, naming file and line
+  // (empty when it reads whole or does not exist), with `ours` false when it is not a cache.
+  std::string readCacheFile(std::map<std::string, Record>& records, bool& ours) const;
 
   const bool measure_;
   const double budget_seconds_;
   const std::string cache_path_;
   bool keep_cache_ = true;  // false: the file is not Estuary's, and saveCache leaves it alone
   std::string cache_warning_;
+  std::mutex save_mutex_;  // one save at a time: each reads the file, then replaces it
   mutable std::mutex mutex_;
+  bool unsaved_ = false;  // a record measured since the cache was read or saved
   std::map<std::string, Record> records_;
   std::map<std::string, std::string> used_;
   std::vector<std::string> report_lines_;

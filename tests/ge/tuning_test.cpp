@@ -37,6 +37,15 @@ std::string linearGraphText() {
          "}\n";
 }
 
+// The same with a symbolic batch: a plan is built for each number of rows on first use.
+std::string symbolicBatchLinearGraphText() {
+  std::string text = linearGraphText();
+  for (size_t at = text.find("f32[1,"); at != std::string::npos; at = text.find("f32[1,", at)) {
+    text.replace(at, 6, "f32[batch,");
+  }
+  return text;
+}
+
 // Two 3x3 convolutions with Relu: a chain whose activations the rules keep blocked.
 std::string convChainGraphText() {
   auto weights = [](int seed) {
@@ -80,6 +89,10 @@ class Tuning : public ::testing::Test {
       if (line.find("MatMul") != std::string::npos) return line.substr(line.find(" -> ") + 4);
     }
     return "none";
+  }
+  static void runRows(const CompiledModel& model, int64_t rows) {
+    std::vector<float> x(rows * kDepth, 0.5f);
+    model.createContext()->run({HostTensor::of(TensorDesc::of(DType::F32, {rows, kDepth}), x.data())});
   }
   static std::vector<float> run(const CompiledModel& model) {
     std::vector<float> x(kDepth);
@@ -141,15 +154,7 @@ TEST_F(Tuning, ATimingCacheAndTheOfflineModelKeepTheChoice) {
 // A model with a symbolic batch plans each batch size on first use (as estuary.serve's
 // replicas do at start): what those plans measure reaches the timing cache too.
 TEST_F(Tuning, APlanBuiltOnFirstUseKeepsItsMeasurementsInTheTimingCache) {
-  std::string text = linearGraphText();
-  for (size_t at = text.find("f32[1,"); at != std::string::npos; at = text.find("f32[1,", at)) {
-    text.replace(at, 6, "f32[batch,");
-  }
-  auto graph = parseGraph(text);
-  auto runRows = [](const CompiledModel& model, int64_t rows) {
-    std::vector<float> x(rows * kDepth, 0.5f);
-    model.createContext()->run({HostTensor::of(TensorDesc::of(DType::F32, {rows, kDepth}), x.data())});
-  };
+  auto graph = parseGraph(symbolicBatchLinearGraphText());
   auto first = CompiledModel::build(*graph, tuned());
   EXPECT_TRUE(first->report().tuning.empty());  // no shape to plan for yet
   runRows(*first, 4);
@@ -171,6 +176,30 @@ TEST_F(Tuning, APlanBuiltOnFirstUseKeepsItsMeasurementsInTheTimingCache) {
   EXPECT_EQ(second->report().warnings.back().rfind("the timing cache was not updated: " + path("timing.cache"), 0),
             0u)
       << second->report().warnings.back();
+}
+
+// Replicas on one node share a timing cache: a build that saves keeps what another wrote
+// since it read the file, and one that measured nothing leaves the file alone.
+TEST_F(Tuning, ModelsSharingATimingCacheKeepEachOthersMeasurements) {
+  auto graph = parseGraph(symbolicBatchLinearGraphText());
+  auto first = CompiledModel::build(*graph, tuned());
+  auto second = CompiledModel::build(*graph, tuned());  // both read no cache
+  runRows(*first, 4);
+  runRows(*second, 6);
+
+  auto third = CompiledModel::build(*graph, tuned());
+  for (int64_t rows : {4, 6}) {
+    runRows(*third, rows);
+    ASSERT_EQ(third->report().tuning.size(), 1u);  // the report tells of the last plan
+    EXPECT_NE(third->report().tuning[0].find("from the timing cache"), std::string::npos) << third->report().tuning[0];
+  }
+
+  // A second name for the file: a rewrite (a new file renamed over the cache) would leave
+  // the cache with a link count of 1.
+  fs::create_hard_link(path("timing.cache"), path("timing.cache.seen"));
+  auto fourth = CompiledModel::build(*graph, tuned());
+  runRows(*fourth, 4);
+  EXPECT_EQ(fs::hard_link_count(path("timing.cache")), 2u) << "a build that measured nothing rewrote the cache";
 }
 
 TEST_F(Tuning, TimesThePlanInEachActivationLayoutAndKeepsTheChoice) {
