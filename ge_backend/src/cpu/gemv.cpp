@@ -105,7 +105,6 @@ inline void prefetchNext(const W* from) {
   }
 }
 
-
 inline float sumLanes(Vec v) {
   float sum = 0.f;
   for (int64_t i = 0; i < kLanes; ++i) sum += v[i];

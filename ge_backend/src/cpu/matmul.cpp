@@ -117,10 +117,11 @@ std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context,
   const int blocks = threadsForWork(context);
   std::vector<KernelTactic> tactics;
   for (const dnnl::matmul::primitive_desc& pd : implementations) {
-    const bool padded = pd.weights_desc().get_size() > weights.get_size();
-    const std::string tactic = "onednn:" + implName(pd) + (padded ? " (B rows padded)" : "");
+    const std::string impl =
+        implName(pd) + (pd.weights_desc().get_size() > weights.get_size() ? " (B rows padded)" : "");
+    const std::string tactic = "onednn:" + impl;
     auto make = [&context, label, src, weights, dst, constant_weights, bias, extra_args, engine, pd, blocks,
-                 padded](bool in_blocks) -> std::unique_ptr<Kernel> {
+                 impl](bool in_blocks) -> std::unique_ptr<Kernel> {
       std::vector<OnednnArg> args{{DNNL_ARG_SRC, OnednnArg::Source::Input, 0, src},
                                   {DNNL_ARG_DST, OnednnArg::Source::Output, 0, dst},
                                   {DNNL_ARG_SCRATCHPAD, OnednnArg::Source::Scratchpad, 0, pd.scratchpad_desc()}};
@@ -138,7 +139,7 @@ std::vector<KernelTactic> onednnMatmulTactics(const KernelBuildContext& context,
       }
       if (bias) args.push_back(*bias);
       for (const OnednnArg& arg : extra_args) args.push_back(arg);
-      const std::string name = "onednn:" + label + " " + implName(pd) + (padded ? " (B rows padded)" : "");
+      const std::string name = "onednn:" + label + " " + impl;
       if (in_blocks) {
         return makeColumnBlockMatmul(engine, name, pd, args, std::move(owned), blocks);
       }
