@@ -2,15 +2,26 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "estuary/support/error.h"
 
 namespace estuary {
+namespace {
+
+// Unique across processes (the pid) and within one (two models saving the same timing cache
+// from two threads).
+std::string temporaryNameFor(const std::string& path) {
+  static std::atomic<uint64_t> next{0};
+  return path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(next.fetch_add(1));
+}
+
+}  // namespace
 
 AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), temporary_(path_ + ".tmp" + std::to_string(::getpid())),
+    : path_(std::move(path)), temporary_(temporaryNameFor(path_)),
       file_(std::fopen(temporary_.c_str(), "wb")) {
   if (!file_) raise(path_, ": cannot open for writing: ", std::strerror(errno));
 }
