@@ -140,7 +140,7 @@ std::vector<OptionDecl> tuningOptionDecls() {
        "on"},
       {"timing-cache", "FILE", "read measurements of earlier builds on this CPU from FILE (created if missing), "
                                "and add this build's; a FILE that does not read back whole is ignored with a "
-                               "warning", ""},
+                               "warning; builds sharing FILE tune a plan at a time (FILE.lock beside it)", ""},
       {"tuning-budget", "SECONDS", "the most time tuning spends measuring; later nodes get the rules' choice", "60"},
   };
 }

@@ -253,6 +253,8 @@ std::shared_ptr<const Plan> CompiledModel::planFor(const std::vector<TensorDesc>
     plan_use_order_.splice(plan_use_order_.begin(), plan_use_order_, it->second.use);
     return it->second.plan;
   }
+  // Held until the plan's measurements are saved, for the next build sharing the cache.
+  const std::unique_ptr<Tuner::Turn> turn = tuner_->waitForTurn();
   std::shared_ptr<const Plan> plan;
   try {
     plan = buildTunedPlan(inputs, shape_values);

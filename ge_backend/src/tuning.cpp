@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,10 @@
 #include <optional>
 #include <sstream>
 #include <utility>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -586,6 +591,28 @@ void Tuner::saveCache() {
   std::lock_guard<std::mutex> lock(mutex_);
   unsaved_ = false;
 }
+
+std::unique_ptr<Tuner::Turn> Tuner::waitForTurn() {
+  if (!measure_ || cache_path_.empty() || !keep_cache_) return nullptr;
+  // A lock file beside the cache rather than the cache itself: saves replace the cache by
+  // renaming a new file over it, which a lock on the old one would not follow.
+  const int fd = ::open((cache_path_ + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return nullptr;  // a read-only directory: tuned, just not in turn
+  auto turn = std::make_unique<Turn>(fd);
+  int locked;
+  while ((locked = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  if (locked != 0) return nullptr;
+  std::map<std::string, Record> on_disk;
+  bool ours = true;
+  if (readCacheFile(on_disk, ours).empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    records_.merge(on_disk);  // this build's own records stay as they are
+  }
+  return turn;
+}
+
+Tuner::Turn::~Turn() { ::close(fd_); }
 
 std::vector<std::string> Tuner::takeReportLines() {
   std::lock_guard<std::mutex> lock(mutex_);

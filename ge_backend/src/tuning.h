@@ -50,6 +50,13 @@ class Tuner {
   // every record, old and new, and those other builds wrote to it meanwhile. Does nothing when
   // nothing was measured since the last save and the file exists.
   void saveCache();
+  // While the returned object lives, this build holds the timing cache's lock file (FILE.lock),
+  // and it has taken the records other builds saved before it got the lock: builds sharing a
+  // cache (replicas on a node) tune their plans one at a time, none measures a problem
+  // another already measured, and none times its kernels under another's measuring load.
+  // Null when this build does not tune with a cache of its own, or the lock cannot be had.
+  class Turn;
+  std::unique_ptr<Turn> waitForTurn();
   // Report lines since the last call, and the seconds measuring took in total.
   std::vector<std::string> takeReportLines();
   double secondsSpent() const;
@@ -78,6 +85,17 @@ class Tuner {
   std::map<std::string, std::string> used_;
   std::vector<std::string> report_lines_;
   double spent_seconds_ = 0;
+};
+
+class Tuner::Turn {
+ public:
+  explicit Turn(int fd) : fd_(fd) {}
+  Turn(const Turn&) = delete;
+  Turn& operator=(const Turn&) = delete;
+  ~Turn();  // closing the file releases the lock
+
+ private:
+  int fd_;
 };
 
 // The timing cache key of a node's problem (exposed for tests).

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "estuary/ge/model.h"
 #include "estuary/text/parser.h"
@@ -200,6 +201,26 @@ TEST_F(Tuning, ModelsSharingATimingCacheKeepEachOthersMeasurements) {
   auto fourth = CompiledModel::build(*graph, tuned());
   runRows(*fourth, 4);
   EXPECT_EQ(fs::hard_link_count(path("timing.cache")), 2u) << "a build that measured nothing rewrote the cache";
+}
+
+// Builds that share a cache tune in turn: of two models planning the same shape at once,
+// one measures and the other, waiting for the cache's lock, takes what the first saved.
+TEST_F(Tuning, BuildsSharingATimingCacheTuneInTurn) {
+  auto graph = parseGraph(symbolicBatchLinearGraphText());
+  std::shared_ptr<CompiledModel> models[] = {CompiledModel::build(*graph, tuned()),
+                                             CompiledModel::build(*graph, tuned())};  // both read no cache
+  std::thread other([&] { runRows(*models[1], 4); });
+  runRows(*models[0], 4);
+  other.join();
+  int measured = 0, from_cache = 0;
+  for (const auto& model : models) {
+    ASSERT_EQ(model->report().tuning.size(), 1u);
+    const std::string& line = model->report().tuning[0];
+    measured += line.find("measured: ") != std::string::npos;
+    from_cache += line.find("from the timing cache") != std::string::npos;
+  }
+  EXPECT_EQ(measured, 1);
+  EXPECT_EQ(from_cache, 1);
 }
 
 TEST_F(Tuning, TimesThePlanInEachActivationLayoutAndKeepsTheChoice) {

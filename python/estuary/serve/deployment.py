@@ -103,9 +103,10 @@ class EstuaryModel:
         and keeps the fastest (as `estuary convert --tuning on` does), which makes start-up
         slower by up to `tuning_budget_s` seconds of measuring; off: the built-in rules choose.
     timing_cache: with tuning, a file on the replica's node that keeps the measurements: a
-        replica that finds its problems there (a restart, another replica started later on
-        the node) does not measure them again. application() makes a relative path absolute
-        in the caller's directory.
+        replica that finds its problems there (a restart, another replica on the node) does
+        not measure them again, and replicas on a node tune one plan at a time through the
+        lock file `timing_cache + ".lock"`. application() makes a relative path absolute in
+        the caller's directory.
     """
 
     def __init__(self, model, *, input_shapes=None, threads=None, max_batch=16, batch_wait_ms=5.0, warm_dims=None,
