@@ -200,10 +200,11 @@ int main(int argc, char** argv) {
     std::string summary;
   };
   std::vector<Configuration> configurations;
-  configurations.push_back({"Estuary, layout assignment", build(std::nullopt)});
+  configurations.push_back({"Estuary, layout assignment", build(std::nullopt), {}, {}, ""});
   if (!layouts_only) {
     for (ge::Layout forced : {ge::Layout::ChannelsLast, ge::Layout::Blocked16, ge::Layout::Plain}) {
-      configurations.push_back({std::string("Estuary, ") + ge::layoutName(forced) + " throughout", build(forced)});
+      configurations.push_back(
+          {std::string("Estuary, ") + ge::layoutName(forced) + " throughout", build(forced), {}, {}, ""});
     }
   }
   // Rounds alternate the configurations, so that drift on a shared machine hits all alike;

@@ -36,8 +36,9 @@ enum class NodeClass { Constant, Primitive, GraphCall, ClosureCall };
 
 class ModelIndex {
  public:
+  // Keeps pointers into `model`, which must outlive the index.
   ModelIndex(const MsModelProto& model, std::string path, ParameterReader read)
-      : model_(model), path_(std::move(path)), read_(std::move(read)) {
+      : path_(std::move(path)), read_(std::move(read)) {
     for (const MsPrimitive& primitive : model.primitives) primitives_.emplace(primitive.name, &primitive);
     addGraph(*model.graph);
     for (const MsGraph& function : model.functions) addGraph(function);
@@ -203,7 +204,6 @@ class ModelIndex {
     fail(node, "the index must be a constant integer");
   }
 
-  const MsModelProto& model_;
   std::string path_;
   ParameterReader read_;
   std::unordered_map<std::string_view, const MsPrimitive*> primitives_;

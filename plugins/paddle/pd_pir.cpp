@@ -515,7 +515,7 @@ TensorType PirNodeDecoder::outputType(size_t i) const {
 
 std::shared_ptr<GraphDecoder> pirMainGraph(const PirProgram& program, std::map<std::string, Tensor> tensors,
                                            std::string name) {
-  auto context = std::make_shared<PirContext>(PirContext{program, {}, {}, {}});
+  auto context = std::make_shared<PirContext>(PirContext{program, {}, {}, {}, {}});
   context->index(program.main());
   return std::make_shared<PirBlockDecoder>(context, program.main(), PirBlockDecoder::Kind::Main, std::move(name),
                                            std::move(tensors));

@@ -9,9 +9,12 @@ namespace {
 // An output argument: its name, and the int attribute giving its length or the type-list
 // attribute whose length it is (neither: one output).
 struct OutputArg {
+  // Written {"name"} in the table below: one output, no length attribute.
+  OutputArg(std::string_view name, std::string_view length_attr = {}, bool type_list = false)
+      : name(name), length_attr(length_attr), type_list(type_list) {}
   std::string_view name;
   std::string_view length_attr;
-  bool type_list = false;
+  bool type_list;
 };
 
 // From tensorflow/core/ops/*.cc, the ops with more than one output argument that models

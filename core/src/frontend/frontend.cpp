@@ -201,7 +201,8 @@ std::string chooseFrontend(const ModelInput& input, const FrontendOptions& optio
 }
 
 void checkOptions(const FrontendInfo& info, const FrontendOptions& options) {
-  for (const auto& [key, value] : options.keys) {
+  for (const auto& entry : options.keys) {
+    const std::string& key = entry.first;  // a lambda may not capture a structured binding before C++20
     bool known = std::any_of(info.options.begin(), info.options.end(),
                              [&](const FrontendOption& option) { return option.name == key; });
     if (known) continue;
