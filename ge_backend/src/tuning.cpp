@@ -573,14 +573,11 @@ void Tuner::saveCache() {
   // Replicas on a node share one cache: what another build wrote since this one read the file
   // is kept (and used by this one's later plans), not overwritten by the last writer. A file
   // that no longer reads whole is replaced by this build's records.
-  std::map<std::string, Record> on_disk;
-  bool ours = true;
-  if (!readCacheFile(on_disk, ours).empty()) on_disk.clear();
+  mergeRecordsOnDisk();
   std::ostringstream text;
   text << kCacheHeader << '\n';
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    records_.merge(on_disk);  // a key this build has keeps this build's record
     for (const auto& [key, record] : records_) {
       if (record.source == Source::OfflineModel) continue;
       text << key << '\t' << oneField(record.chosen) << '\t' << oneField(record.times) << '\n';
@@ -595,21 +592,25 @@ void Tuner::saveCache() {
 std::unique_ptr<Tuner::Turn> Tuner::waitForTurn() {
   if (!measure_ || cache_path_.empty() || !keep_cache_) return nullptr;
   // A lock file beside the cache rather than the cache itself: saves replace the cache by
-  // renaming a new file over it, which a lock on the old one would not follow.
-  const int fd = ::open((cache_path_ + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // renaming a new file over it, which a lock on the old one would not follow. Opened
+  // read-only: flock needs no write access, and another user's lock file (0644) still opens.
+  const int fd = ::open((cache_path_ + ".lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return nullptr;  // a read-only directory: tuned, just not in turn
   auto turn = std::make_unique<Turn>(fd);
   int locked;
   while ((locked = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
   }
   if (locked != 0) return nullptr;
+  mergeRecordsOnDisk();
+  return turn;
+}
+
+void Tuner::mergeRecordsOnDisk() {
   std::map<std::string, Record> on_disk;
   bool ours = true;
-  if (readCacheFile(on_disk, ours).empty()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    records_.merge(on_disk);  // this build's own records stay as they are
-  }
-  return turn;
+  if (!readCacheFile(on_disk, ours).empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  records_.merge(on_disk);  // a key this build has keeps this build's record
 }
 
 Tuner::Turn::~Turn() { ::close(fd_); }

@@ -72,6 +72,9 @@ class Tuner {
   // Adds the cache file's records; returns what makes it unreadable, naming file and line
   // (empty when it reads whole or does not exist), with `ours` false when it is not a cache.
   std::string readCacheFile(std::map<std::string, Record>& records, bool& ours) const;
+  // Takes in the records other builds sharing the cache saved since this one read it; a file
+  // that no longer reads whole adds nothing.
+  void mergeRecordsOnDisk();
 
   const bool measure_;
   const double budget_seconds_;

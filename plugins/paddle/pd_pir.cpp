@@ -367,7 +367,7 @@ class PirBlockDecoder final : public GraphDecoder {
 
   PirBlockDecoder(const std::shared_ptr<const PirContext>& context, const PirBlock& block, Kind kind, std::string name,
                   std::map<std::string, Tensor> tensors = {})
-      : context_(context), block_(block), kind_(kind), name_(std::move(name)), tensors_(std::move(tensors)) {
+      : context_(context), name_(std::move(name)), tensors_(std::move(tensors)) {
     const std::string& path = context->program.path();
     if (kind == Kind::Main) {
       for (const PirOp& op : block.ops) {
@@ -452,8 +452,6 @@ class PirBlockDecoder final : public GraphDecoder {
 
  private:
   std::shared_ptr<const PirContext> context_;
-  const PirBlock& block_;
-  Kind kind_;
   std::string name_;
   std::map<std::string, Tensor> tensors_;
   std::vector<std::string> inputs_;
