@@ -73,6 +73,38 @@ TEST(SharedAcrossPlans, PlansForOtherShapesGetTheSamePackedWeights) {
   EXPECT_EQ(*own, *one);
 }
 
+// Estuary's own channels-last convolutions (direct and Winograd) pack or transform their
+// weights once per model too: a Winograd F(4x4) copy is 4x the kernel's weights.
+TEST(SharedAcrossPlans, OwnConvolutionsPackTheirWeightsOncePerModel) {
+  auto graph = parseGraph(
+      "graph @c(%x: f32[8,16,14,14], %w: f32[16,16,3,3]) {\n"
+      "  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[8,16,14,14]\n"
+      "  return %y\n"
+      "}\n");
+  Node* conv = *graph->nodes().begin();
+  const Tensor weights = Tensor::allocate(DType::F32, {16, 16, 3, 3});
+  SharedAcrossPlans shared;
+  auto contextFor = [&](int64_t batch, SharedAcrossPlans* store) {
+    KernelBuildContext context(*conv,
+                               {TensorDesc::of(DType::F32, {batch, 16, 14, 14}), TensorDesc::of(DType::F32, {16, 16, 3, 3})},
+                               {TensorDesc::of(DType::F32, {batch, 16, 14, 14})}, {nullptr, &weights}, cpuDevice(), 1);
+    context.setSharedAcrossPlans(store);
+    return context;
+  };
+  int packed = 0;
+  auto pack = [&packed] { return std::vector<float>(64, static_cast<float>(++packed)); };
+  auto one = cpu::packedWeights(contextFor(1, &shared), weights, "winograd", pack);
+  auto eight = cpu::packedWeights(contextFor(8, &shared), weights, "winograd", pack);
+  EXPECT_EQ(one, eight);
+  EXPECT_EQ(packed, 1);
+  auto direct = cpu::packedWeights(contextFor(8, &shared), weights, "direct", pack);
+  EXPECT_NE(direct, one);
+  auto own = cpu::packedWeights(contextFor(8, nullptr), weights, "winograd", pack);
+  EXPECT_NE(own, one);
+  EXPECT_EQ(packed, 3);
+  EXPECT_EQ((*own)[0], 3.f);
+}
+
 // A model with a symbolic batch builds a plan per batch size; the plans after the first
 // read the first one's padded weights, and every row comes out as it does alone.
 TEST(SharedAcrossPlans, APlanReadingAnotherPlansWeightsComputesTheSame) {

@@ -470,10 +470,24 @@ std::optional<DirectConvShape> directConvShape(const ConvGeometry& geometry) {
   return shape;
 }
 
+// oneDNN's Winograd kernels exist for AVX-512 only. On a CPU with AVX2 and no AVX-512 the
+// rules take Estuary's own instead (winograd_conv.h), on channels-last activations, as the
+// tuner does on ResNet-50 there (bench/README: 3x3 layers at batch 8 on 2 threads 7-11 ms
+// against oneDNN's direct 19-27 ms).
+bool ownWinogradByRule(const KernelBuildContext& context) {
+  const std::string isa = cpuOf(context).isa();
+  return isa.rfind("avx2", 0) == 0;
+}
+
 // Winograd (where winogradApplies), each family of oneDNN's direct kernels (jit_1x1 or the
-// general jit for a 1x1 convolution, for instance): the rules take Winograd, else oneDNN's
-// first choice; a build that tunes times them all, and Estuary's own direct and Winograd
-// kernels for channels-last f32 (direct_conv.h, winograd_conv.h).
+// general jit for a 1x1 convolution, for instance), and for channels-last f32 Estuary's own
+// direct and Winograd kernels (direct_conv.h, winograd_conv.h). A build that tunes times
+// them all. The rules take the first that builds: oneDNN's Winograd, else oneDNN's first
+// choice; but where ownWinogradByRule and the activations are channels-last, Estuary's
+// Winograd for a 3x3 stride-1 convolution and its direct kernel for any other that is not
+// 1x1 and has at least 16 input channels (ResNet-50's strided 3x3 layers: 16-18 ms against
+// oneDNN's 25-37 at batch 8; its 7x7 stem over 3 channels stays with oneDNN, 13 ms against
+// 25).
 std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const ConvGeometry& geometry, bool transpose,
                                    const Epilogue& epilogue) {
   const DType dtype = context.output(0).dtype;
@@ -501,10 +515,15 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
         tactics.clear();
         addTactic("onednn", ConvAlgorithms::Preferred, "");
       }
-      tactics.push_back({"cpu:conv direct nhwc", [&context, &epilogue, shape] {
-                           return makeDirectConvNhwc(context, *shape, epilogue);
-                         }});
-      for (KernelTactic& tactic : winogradConvNhwcTactics(context, *shape, epilogue)) tactics.push_back(std::move(tactic));
+      KernelTactic direct{"cpu:conv direct nhwc",
+                          [&context, &epilogue, shape] { return makeDirectConvNhwc(context, *shape, epilogue); }};
+      std::vector<KernelTactic> own = winogradConvNhwcTactics(context, *shape, epilogue);
+      const bool winograd = !own.empty();
+      const bool own_first = ownWinogradByRule(context) &&
+                             (winograd || ((shape->kernel_h != 1 || shape->kernel_w != 1) && shape->in_channels >= 16));
+      own.insert(winograd && own_first ? own.end() : own.begin(), std::move(direct));
+      tactics.insert(own_first ? tactics.begin() : tactics.end(), std::make_move_iterator(own.begin()),
+                     std::make_move_iterator(own.end()));
     }
   }
   if (tactics.size() < 2) return onednnConvWith(context, geometry, transpose, epilogue, ConvAlgorithms::Preferred, "");
@@ -687,6 +706,11 @@ std::optional<Layout> winogradLayout(const KernelBuildContext& context) {
   const TensorDesc& x = context.input(0);
   if (x.dtype != DType::F32 || x.rank != 4 || !context.hasInput(1)) return std::nullopt;
   ConvGeometry geometry = convGeometry(context, false);
+  if (ownWinogradByRule(context)) {
+    std::optional<DirectConvShape> shape = directConvShape(geometry);
+    if (!shape || !winogradConvNhwcApplies(*shape)) return std::nullopt;
+    return Layout::ChannelsLast;
+  }
   dnnl::memory::desc src(dnnl::memory::dims(x.dims.begin(), x.dims.begin() + x.rank), dnnl::memory::data_type::f32,
                          dnnl::memory::format_tag::any);
   if (!winogradApplies(geometry, src)) return std::nullopt;

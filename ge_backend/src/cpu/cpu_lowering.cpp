@@ -16,10 +16,11 @@ std::vector<LoweringStep> CpuDevice::lowering(LoweringContext& context) const {
   BuildReport& report = context.report();
   auto kernelExists = [&context](const Node& node) { return context.kernelExists(node); };
   auto chooseLayouts = [&context, &options, &report](Graph& graph) -> int64_t {
-    // Winograd (2.25x fewer multiplications for 3x3 stride-1 convolutions) runs on nChw16c
-    // only, and oneDNN's 1x1 and strided kernels are as fast in nChw16c as in nhwc (ResNet-50:
-    // 1x1 convolutions 31 ms either way on one thread), so a graph with convolutions Winograd
-    // takes keeps all its chains blocked: ResNet-50 b1 on one thread 57 -> 54 ms
+    // Winograd (2.25x-4x fewer multiplications for 3x3 stride-1 convolutions) runs on one
+    // layout: oneDNN's on nChw16c, Estuary's own (AVX2 CPUs) on channels-last. oneDNN's 1x1 and
+    // strided kernels are as fast in nChw16c as in nhwc (ResNet-50: 1x1 convolutions 31 ms
+    // either way on one thread), so a graph with convolutions Winograd takes keeps all its
+    // chains in that layout: ResNet-50 b1 on one thread 57 -> 54 ms with oneDNN's
     // (bench/cnn_bench, alternating rounds).
     std::optional<Layout> chain_layout = options.activation_layout;
     for (const Node* node : graph.nodeList()) {

@@ -6,7 +6,6 @@
 #include "cpu/nhwc_conv_support.h"
 #include "cpu/nn_support.h"
 #include "estuary/ge/kernel_helpers.h"
-#include "estuary/support/mapped_file.h"
 
 namespace estuary::ge::cpu {
 
@@ -57,8 +56,8 @@ constexpr TileFunction kTileFunctions[kTilePixels + 1] = {nullptr,         convo
 
 class DirectConvNhwcKernel final : public Kernel {
  public:
-  DirectConvNhwcKernel(const DirectConvShape& shape, std::vector<float> packed, bool own_bias, std::vector<Step> steps,
-                       std::optional<size_t> residual)
+  DirectConvNhwcKernel(const DirectConvShape& shape, std::shared_ptr<const std::vector<float>> packed, bool own_bias,
+                       std::vector<Step> steps, std::optional<size_t> residual)
       : shape_(shape),
         windows_(windowTable({shape.in_h, shape.in_w}, {shape.out_h, shape.out_w}, {shape.kernel_h, shape.kernel_w},
                              {shape.stride_h, shape.stride_w}, {1, 1}, {shape.pad_top, shape.pad_left}, true)),
@@ -103,7 +102,7 @@ class DirectConvNhwcKernel final : public Kernel {
             out.pixel[r] = image * pixels + pixel;
           }
           kTileFunctions[count](image_x, zeros_.data(), windows, kernel_size, s.in_channels,
-                                packed_.data() + channel * kernel_size * s.in_channels, bias ? bias + channel : nullptr,
+                                packed_->data() + channel * kernel_size * s.in_channels, bias ? bias + channel : nullptr,
                                 out, channel, steps_, args.inputs, s.out_channels);
         }
       }
@@ -113,7 +112,7 @@ class DirectConvNhwcKernel final : public Kernel {
  private:
   DirectConvShape shape_;
   WindowTable windows_;        // position-major: the input pixel of each output pixel and tap, -1 in the padding
-  std::vector<float> packed_;  // [out_channels / 16][kernel_h * kernel_w][in_channels][16]
+  std::shared_ptr<const std::vector<float>> packed_;  // [out_channels / 16][kernel_h * kernel_w][in_channels][16]
   std::vector<float> zeros_;   // what a tap in the padding reads
   bool own_bias_;
   std::vector<Step> steps_;
@@ -143,10 +142,9 @@ std::unique_ptr<Kernel> makeDirectConvNhwc(const KernelBuildContext& context, co
   if (shape.out_channels % kTileChannels != 0) return nullptr;
   std::optional<ConvOperands> operands = nhwcConvOperands(context, shape.out_channels, epilogue);
   if (!operands) return nullptr;
-  const Tensor* weights = operands->weights;
-  std::vector<float> packed = packWeights(shape, static_cast<const float*>(weights->data()));
-  // The kernel holds its own packed copy: the weights' pages in a mapped model file can go.
-  releaseMappedPages(weights->data(), weights->byteSize());
+  const Tensor& weights = *operands->weights;
+  auto packed = packedWeights(context, weights, "direct nhwc",
+                              [&] { return packWeights(shape, static_cast<const float*>(weights.data())); });
   return std::make_unique<DirectConvNhwcKernel>(shape, std::move(packed), operands->own_bias, std::move(operands->steps),
                                                 operands->residual);
 }

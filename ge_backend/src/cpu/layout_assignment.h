@@ -41,8 +41,9 @@ LayoutAssignment assignLayouts(Graph& graph, std::optional<Layout> forced, const
 // activations when asked with format_tag::any, if it is a Layout and a direct (JIT)
 // implementation runs it; defined in conv.cpp.
 std::optional<Layout> preferredConvLayout(const KernelBuildContext& context);
-// The layout oneDNN's Winograd convolution runs a Conv node in (nChw16c), if Winograd
-// takes it (f32, 3x3, stride 1; see conv.cpp); defined in conv.cpp.
+// The layout a Winograd convolution runs a Conv node in, if Winograd takes it (f32, 3x3,
+// stride 1): oneDNN's nChw16c on AVX-512 (see conv.cpp), channels-last for Estuary's own on
+// AVX2 CPUs without it (winograd_conv.h); defined in conv.cpp.
 std::optional<Layout> winogradLayout(const KernelBuildContext& context);
 
 // The kernels of estuary::Reorder (a core op, estuary/ops/backend_ops.h, which the layout

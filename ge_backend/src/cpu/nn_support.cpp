@@ -51,24 +51,46 @@ std::shared_ptr<const PackedCopy> reorderConstant(const dnnl::engine& engine, co
   return packed;
 }
 
+struct PackedFloats {
+  Tensor source;  // as in PackedCopy
+  std::vector<float> values;
+};
+
+// make()'s object for `constant`, made once per model where the plans share: kept under the
+// constant's address and `what`, which must name everything else the object depends on.
+std::shared_ptr<const void> onePerModel(const KernelBuildContext& context, const Tensor& constant,
+                                        const std::string& what,
+                                        const std::function<std::shared_ptr<const void>()>& make) {
+  SharedAcrossPlans* shared = context.sharedAcrossPlans();
+  if (!shared) return make();
+  char address[2 * sizeof(void*) + 3];
+  std::snprintf(address, sizeof address, "%p", constant.data());
+  return shared->getOrMake(address + (" " + what), make);
+}
+
 }  // namespace
 
 std::shared_ptr<const std::vector<std::byte>> packedConstant(const KernelBuildContext& context,
                                                              const dnnl::engine& engine, const Tensor& constant,
                                                              const dnnl::memory::desc& from,
                                                              const dnnl::memory::desc& to) {
-  std::shared_ptr<const PackedCopy> packed;
+  auto reorder = [&]() -> std::shared_ptr<const void> { return reorderConstant(engine, constant, from, to); };
   const std::string from_key = layoutKey(from), to_key = layoutKey(to);
-  if (context.sharedAcrossPlans() && !from_key.empty() && !to_key.empty()) {
-    char address[2 * sizeof(void*) + 3];
-    std::snprintf(address, sizeof address, "%p", constant.data());
-    packed = std::static_pointer_cast<const PackedCopy>(context.sharedAcrossPlans()->getOrMake(
-        std::string("reorder ") + address + " " + from_key + " -> " + to_key,
-        [&] { return reorderConstant(engine, constant, from, to); }));
-  } else {
-    packed = reorderConstant(engine, constant, from, to);
-  }
+  auto packed = std::static_pointer_cast<const PackedCopy>(
+      from_key.empty() || to_key.empty() ? reorder()
+                                         : onePerModel(context, constant, "reorder " + from_key + " -> " + to_key, reorder));
   return std::shared_ptr<const std::vector<std::byte>>(packed, &packed->bytes);
+}
+
+std::shared_ptr<const std::vector<float>> packedWeights(const KernelBuildContext& context, const Tensor& weights,
+                                                        const char* packing,
+                                                        const std::function<std::vector<float>()>& pack) {
+  auto packed = std::static_pointer_cast<const PackedFloats>(onePerModel(context, weights, packing, [&] {
+    auto made = std::make_shared<const PackedFloats>(PackedFloats{weights, pack()});
+    releaseMappedPages(weights.data(), weights.byteSize());
+    return std::shared_ptr<const void>(made);
+  }));
+  return std::shared_ptr<const std::vector<float>>(packed, &packed->values);
 }
 
 dnnl::memory::desc plainDesc(const dnnl::memory::dims& dims, DType dtype) {

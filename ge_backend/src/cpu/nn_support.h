@@ -77,6 +77,12 @@ std::shared_ptr<const std::vector<std::byte>> packedConstant(const KernelBuildCo
                                                              const dnnl::memory::desc& from,
                                                              const dnnl::memory::desc& to);
 
+// `weights` as pack() lays them out for one of Estuary's own kernels, made once per model as
+// packedConstant's are, under `packing`, which names the layout pack() makes.
+std::shared_ptr<const std::vector<float>> packedWeights(const KernelBuildContext& context, const Tensor& weights,
+                                                        const char* packing,
+                                                        const std::function<std::vector<float>()>& pack);
+
 // A plain desc with explicit dims (padded by the caller) and the tensor's dtype.
 dnnl::memory::desc plainDesc(const dnnl::memory::dims& dims, DType dtype);
 

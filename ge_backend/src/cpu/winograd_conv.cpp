@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "cpu/nhwc_conv_support.h"
+#include "cpu/nn_support.h"
 #include "estuary/ge/kernel_helpers.h"
-#include "estuary/support/mapped_file.h"
 
 namespace estuary::ge::cpu {
 
@@ -149,7 +149,8 @@ class WinogradConvNhwcKernel final : public Kernel {
   static constexpr int kTerms = kInputTile * kInputTile;
 
  public:
-  WinogradConvNhwcKernel(const DirectConvShape& shape, std::vector<float> packed, ConvOperands operands,
+  WinogradConvNhwcKernel(const DirectConvShape& shape, std::shared_ptr<const std::vector<float>> packed,
+                         ConvOperands operands,
                          int max_threads)
       : shape_(shape), tiles_h_((shape.out_h + kOutputTile - 1) / kOutputTile),
         tiles_w_((shape.out_w + kOutputTile - 1) / kOutputTile), packed_(std::move(packed)),
@@ -294,7 +295,7 @@ class WinogradConvNhwcKernel final : public Kernel {
     const DirectConvShape& s = shape_;
     const int64_t width = group_blocks_ * kTileChannels;
     const float* weights =
-        packed_.data() + (term * (s.out_channels / kTileChannels) + weight_block) * s.in_channels * kTileChannels;
+        packed_->data() + (term * (s.out_channels / kTileChannels) + weight_block) * s.in_channels * kTileChannels;
     float* term_products = products + term * chunk_tiles_ * width + block * kTileChannels;
     for (int64_t row = 0; row < count; row += kTileRows) {
       const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, count - row));
@@ -350,7 +351,7 @@ class WinogradConvNhwcKernel final : public Kernel {
   int64_t chunk_tiles_ = 0;                // of a span's tiles
   int64_t groups_ = 0, group_blocks_ = 0;  // of the output channels' blocks of 16
   int64_t ranges_ = 0;                     // parallel ranges with their own scratch for products
-  std::vector<float> packed_;  // [term][out_channels / 16][in_channels][16]
+  std::shared_ptr<const std::vector<float>> packed_;  // [term][out_channels / 16][in_channels][16]
   bool own_bias_;
   std::vector<Step> steps_;
   std::optional<size_t> residual_;
@@ -359,25 +360,34 @@ class WinogradConvNhwcKernel final : public Kernel {
 template <typename F>
 std::unique_ptr<Kernel> makeWinogradConvNhwc(const KernelBuildContext& context, const DirectConvShape& shape,
                                              const Epilogue& epilogue) {
-  if (shape.kernel_h != 3 || shape.kernel_w != 3 || shape.stride_h != 1 || shape.stride_w != 1) return nullptr;
-  if (shape.in_channels % 8 != 0 || shape.out_channels % kTileChannels != 0) return nullptr;
+  if (!winogradConvNhwcApplies(shape)) return nullptr;
   std::optional<ConvOperands> operands = nhwcConvOperands(context, shape.out_channels, epilogue);
   if (!operands) return nullptr;
-  const Tensor* weights = operands->weights;
-  std::vector<float> packed = transformWeights<F>(shape, static_cast<const float*>(weights->data()));
-  // The kernel holds its own transformed copy: the weights' pages in a mapped model file can go.
-  releaseMappedPages(weights->data(), weights->byteSize());
+  const Tensor& weights = *operands->weights;
+  auto packed = packedWeights(context, weights, F::kName, [&] {
+    return transformWeights<F>(shape, static_cast<const float*>(weights.data()));
+  });
   return std::make_unique<WinogradConvNhwcKernel<F>>(shape, std::move(packed), std::move(*operands),
                                                      context.maxThreads());
 }
 
 }  // namespace
 
+bool winogradConvNhwcApplies(const DirectConvShape& shape) {
+  return shape.kernel_h == 3 && shape.kernel_w == 3 && shape.stride_h == 1 && shape.stride_w == 1 &&
+         shape.in_channels % 8 == 0 && shape.out_channels % kTileChannels == 0;
+}
+
 std::vector<KernelTactic> winogradConvNhwcTactics(const KernelBuildContext& context, const DirectConvShape& shape,
                                                   const Epilogue& epilogue) {
-  if (shape.kernel_h != 3 || shape.kernel_w != 3 || shape.stride_h != 1 || shape.stride_w != 1) return {};
-  return {{F4x4::kName, [&context, &epilogue, shape] { return makeWinogradConvNhwc<F4x4>(context, shape, epilogue); }},
-          {F2x2::kName, [&context, &epilogue, shape] { return makeWinogradConvNhwc<F2x2>(context, shape, epilogue); }}};
+  if (!winogradConvNhwcApplies(shape)) return {};
+  std::vector<KernelTactic> tactics = {
+      {F4x4::kName, [&context, &epilogue, shape] { return makeWinogradConvNhwc<F4x4>(context, shape, epilogue); }},
+      {F2x2::kName, [&context, &epilogue, shape] { return makeWinogradConvNhwc<F2x2>(context, shape, epilogue); }}};
+  constexpr int64_t kMinTilesForF4x4 = 16;
+  const int64_t tiles = ((shape.out_h + 3) / 4) * ((shape.out_w + 3) / 4);
+  if (tiles < kMinTilesForF4x4) std::swap(tactics[0], tactics[1]);
+  return tactics;
 }
 
 }  // namespace estuary::ge::cpu
