@@ -191,6 +191,20 @@ TEST(LayoutAssignment, WinogradRunsTheThreeByThreeConvolutionsInItsLayout) {
   EXPECT_EQ(count(small_result, "wino"), own_winograd ? 2 : 0);
   EXPECT_EQ(count(small_result, "winograd 2x2"), own_winograd ? 2 : 0);
   EXPECT_EQ(count(preferred, "winograd 4x4"), own_winograd ? 2 : 0);
+
+  // Weights that are graph inputs cannot be transformed or packed at build: the convolution
+  // stays plain, without Winograd or a reorder to nhwc.
+  const std::string text = "graph @g(%x: f32[1,16,14,14], %w: f32[16,16,3,3]) {\n"
+                           "  %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,16,14,14]\n"
+                           "  %y = Relu(%c) : f32[1,16,14,14]\n  return %y\n}";
+  auto graph_weights = parseGraph(text);
+  const std::vector<std::vector<float>> graph_inputs = randomInputs(*graph_weights);
+  Result graph_weights_result = run(*graph_weights, std::nullopt, graph_inputs);
+  EXPECT_EQ(count(graph_weights_result, "wino"), 0);
+  for (const std::string& line : reorderLines(graph_weights_result.report)) {
+    EXPECT_EQ(line.find("nhwc"), std::string::npos) << line;
+  }
+  expectClose(graph_weights_result.values, run(*graph_weights, Layout::Plain, graph_inputs).values, "graph weights");
 }
 
 // Channel counts that are not multiples of 8 or 16 (the padding of blocked layouts), batch
