@@ -2,10 +2,11 @@
 // Estuary's own Winograd convolutions F(4x4, 3x3) and F(2x2, 3x3) for f32 tensors in
 // channels-last layout, for 3x3 stride-1 convolutions: the rules' kernels on AVX2 CPUs
 // (conv.cpp), tuner tactics elsewhere. oneDNN has Winograd kernels for AVX-512 only; on AVX2
-// CPUs a direct 3x3 convolution spends 9 multiply-adds per
-// input channel and output value, F(4x4, 3x3) 2.25 and F(2x2, 3x3) 4. Their transforms round
-// more than a direct sum does, but little: ResNet-50's logits (a range of 830) then differ
-// from ONNX Runtime's by at most 2.2e-4, against 1.8e-4 with direct kernels only.
+// CPUs a direct 3x3 convolution spends 9 multiply-adds per input channel and output value,
+// F(4x4, 3x3) 2.25 and F(2x2, 3x3) 4. Their transforms round more than a direct sum does, but
+// little: ResNet-50's logits then differ from ONNX Runtime's by at most 2.2e-4 on a range of
+// 830 (bench inputs) and 7.0e-4 on a range of 456 (scripts/demo.sh), against 1.8e-4 with
+// direct kernels only.
 #include <vector>
 
 #include "cpu/direct_conv.h"
