@@ -507,8 +507,9 @@ std::unique_ptr<Kernel> onednnConv(const KernelBuildContext& context, const Conv
                                                              layoutDesc(context.output(0)), geometry)) {
       addTactic("onednn:" + name, ConvAlgorithms::DirectOnly, name);
     }
-    // Last: builds that do not tune keep oneDNN's kernel. With one oneDNN implementation or
-    // none to choose from, oneDNN's own pick stands against it.
+    // The own kernels: after oneDNN's, so that builds that do not tune keep oneDNN's kernel,
+    // except where ownWinogradByRule puts them first (Winograd before direct). With one oneDNN
+    // implementation or none to choose from, oneDNN's own pick stands against them.
     std::optional<DirectConvShape> shape = directConvShape(geometry);
     if (shape && dtype == DType::F32 && src_layout == Layout::ChannelsLast) {
       if (tactics.size() < 2) {
