@@ -74,43 +74,20 @@ inline Data randomData(DType dtype, std::vector<int64_t> dims, double lo, double
 
 inline const Data kAbsent{DType::Undefined, {}, {}};
 
-// 64-byte aligned bytes.
-class Buffer {
- public:
-  explicit Buffer(size_t bytes) : storage_(bytes + 64) {}
-  void* data() {
-    auto address = reinterpret_cast<uintptr_t>(storage_.data());
-    return reinterpret_cast<void*>((address + 63) & ~uintptr_t{63});
-  }
-
- private:
-  std::vector<std::byte> storage_;
-};
-
 // --- Running one node ----------------------------------------------------------------------
 
-struct RunOptions {
-  int threads = 1;
-  // Give the output the buffer of the input the kernel names in inPlaceInput(0), as the
-  // memory planner would.
-  bool in_place = false;
-  // Inputs the kernel sees as constants (their values known at build time).
-  std::vector<size_t> constants;
+struct RunOptions : tensor_test::KernelRunOptions {
   size_t num_outputs = 1;
 };
 
-struct NodeRun {
-  std::vector<Data> outputs;
-  std::string kernel;                 // the kernel's name()
-  std::optional<size_t> in_place;     // what the kernel offered for output 0
-  bool ran_in_place = false;
-};
+using NodeRun = tensor_test::KernelRun;
 
-// Runs `op` (an op type, optionally followed by attributes: `Gelu {approximate = "tanh"}`)
-// on `inputs`; Undefined-dtype inputs are left off ("_").
-inline NodeRun runNode(const std::string& op, const std::vector<Data>& inputs, const RunOptions& options = {}) {
+// `graph @g(...) { %y0, ... = OP(%x0, ...) ATTRIBUTES ... }` for `op` (an op type, optionally
+// followed by attributes: `Gelu {approximate = "tanh"}`) on `inputs`, whose Undefined-dtype
+// entries are left off ("_").
+inline std::string nodeGraphText(const std::string& op, const std::vector<Data>& inputs, size_t num_outputs) {
   std::string op_type = op.substr(0, op.find(' '));
-  std::string attributes = op.size() > op_type.size() ? op.substr(op_type.size()) : "";
+  std::string attributes = op.substr(op_type.size());
   std::ostringstream text;
   text << "graph @g(";
   bool first = true;
@@ -120,75 +97,29 @@ inline NodeRun runNode(const std::string& op, const std::vector<Data>& inputs, c
     first = false;
   }
   text << ") {\n  ";
-  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
+  for (size_t k = 0; k < num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
   text << " = " << op_type << "(";
   for (size_t i = 0; i < inputs.size(); ++i) {
     text << (i ? ", " : "") << (inputs[i].dtype == DType::Undefined ? "_" : "%x" + std::to_string(i));
   }
   text << ")" << attributes << " : ";
-  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "?[*]";
+  for (size_t k = 0; k < num_outputs; ++k) text << (k ? ", " : "") << "?[*]";
   text << "\n  return ";
-  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
+  for (size_t k = 0; k < num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
   text << "\n}\n";
+  return text.str();
+}
 
-  std::unique_ptr<Graph> graph = parseGraph(text.str());
+// Runs `op` (nodeGraphText) on `inputs` with `device`'s kernel, its output types inferred.
+// Raises when the device has no kernel for it.
+inline NodeRun runNode(const std::string& op, const std::vector<Data>& inputs, const RunOptions& options = {},
+                       const Device& device = cpuDevice()) {
+  std::unique_ptr<Graph> graph = parseGraph(nodeGraphText(op, inputs, options.num_outputs));
   inferShapes(*graph, OpRegistry::global());
-  Node* node = graph->nodeList().front();
-
-  std::vector<TensorDesc> in_descs, out_descs;
-  std::vector<const Tensor*> constants;
-  std::vector<std::unique_ptr<Tensor>> constant_tensors;
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  std::vector<void*> pointers;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Data& input = inputs[i];
-    if (input.dtype == DType::Undefined) {
-      in_descs.emplace_back();
-      constants.push_back(nullptr);
-      pointers.push_back(nullptr);
-      continue;
-    }
-    in_descs.push_back(TensorDesc::of(input.dtype, input.dims));
-    buffers.push_back(std::make_unique<Buffer>(in_descs.back().byteSize()));
-    std::vector<std::byte> bytes = tensor_test::encode(input);
-    std::memcpy(buffers.back()->data(), bytes.data(), in_descs.back().byteSize());
-    pointers.push_back(buffers.back()->data());
-    bool constant = std::find(options.constants.begin(), options.constants.end(), i) != options.constants.end();
-    if (constant) {
-      constant_tensors.push_back(std::make_unique<Tensor>(Tensor::copyOf(input.dtype, input.dims, pointers.back())));
-    }
-    constants.push_back(constant ? constant_tensors.back().get() : nullptr);
-  }
-  for (size_t k = 0; k < node->numOutputs(); ++k) out_descs.push_back(TensorDesc::of(node->output(k)->type()));
-
-  KernelBuildContext context(*node, in_descs, out_descs, constants, cpuDevice(), options.threads);
-  std::shared_ptr<const Kernel> kernel = cpuDevice().kernels().create(context);
-  NodeRun run;
-  run.kernel = kernel->name();
-  run.in_place = kernel->inPlaceInput(0);
-  for (size_t k = 0; k < out_descs.size(); ++k) {
-    if (k == 0 && options.in_place && run.in_place && in_descs[*run.in_place].byteSize() == out_descs[0].byteSize()) {
-      pointers.push_back(pointers[*run.in_place]);
-      run.ran_in_place = true;
-      continue;
-    }
-    buffers.push_back(std::make_unique<Buffer>(out_descs[k].byteSize()));
-    pointers.push_back(buffers.back()->data());
-  }
-  Buffer scratch(kernel->scratchBytes());
-  std::unique_ptr<DeviceRunState> device_state = cpuDevice().createRunState();
-  std::unique_ptr<KernelState> state = kernel->createState();
-  KernelArgs args{pointers.data(), pointers.data() + inputs.size(), scratch.data(), options.threads,
-                  device_state.get()};
-  kernel->run(args, state.get());
-  for (size_t k = 0; k < out_descs.size(); ++k) {
-    Data output{out_descs[k].dtype, out_descs[k].dimVector(), {}};
-    for (int64_t i = 0; i < output.count(); ++i) {
-      output.values.push_back(tensor_test::decodeOne(output.dtype, pointers[inputs.size() + k], static_cast<size_t>(i)));
-    }
-    run.outputs.push_back(std::move(output));
-  }
-  return run;
+  const Node& node = *graph->nodeList().front();
+  std::vector<TensorDesc> out_descs;
+  for (size_t k = 0; k < node.numOutputs(); ++k) out_descs.push_back(TensorDesc::of(node.output(k)->type()));
+  return tensor_test::runKernel(node, device, inputs, out_descs, options);
 }
 
 // --- Checks --------------------------------------------------------------------------------

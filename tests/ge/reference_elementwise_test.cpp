@@ -2,8 +2,8 @@
 // ONNX specification, then against the CPU device on seeded random inputs in every dtype the
 // op's schema allows (f16/bf16 aside), broadcast shapes included.
 //
-// Nodes run directly through each device's kernel registry (as elementwise_test_support.h's
-// runNode does for the CPU) so that canonicalization cannot remove Identity, Dropout or Cast.
+// Nodes run directly through each device's kernel registry (elementwise_test_support.h's
+// runNode) so that canonicalization cannot remove Identity, Dropout or Cast.
 #include "elementwise_test_support.h"
 
 namespace estuary::ge::elementwise_test {
@@ -11,92 +11,8 @@ namespace {
 
 const Device& referenceDevice() { return deviceNamed("reference"); }
 
-struct Options {
-  size_t num_outputs = 1;
-  std::vector<size_t> constants;  // inputs the factory sees as constants
-};
-
-// Runs `op` (an op type, optionally followed by attributes) on `inputs` with `device`'s kernel;
-// Undefined-dtype inputs are left off ("_"). Raises when the device has no kernel for it.
-std::vector<Data> runOn(const Device& device, const std::string& op, const std::vector<Data>& inputs,
-                        const Options& options = {}) {
-  std::string op_type = op.substr(0, op.find(' '));
-  std::string attributes = op.substr(op_type.size());
-  std::ostringstream text;
-  text << "graph @g(";
-  bool first = true;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].dtype == DType::Undefined) continue;
-    text << (first ? "" : ", ") << "%x" << i << ": " << inputs[i].type();
-    first = false;
-  }
-  text << ") {\n  ";
-  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
-  text << " = " << op_type << "(";
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    text << (i ? ", " : "") << (inputs[i].dtype == DType::Undefined ? "_" : "%x" + std::to_string(i));
-  }
-  text << ")" << attributes << " : ";
-  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "?[*]";
-  text << "\n  return ";
-  for (size_t k = 0; k < options.num_outputs; ++k) text << (k ? ", " : "") << "%y" << k;
-  text << "\n}\n";
-  std::unique_ptr<Graph> graph = parseGraph(text.str());
-  inferShapes(*graph, OpRegistry::global());
-  const Node& node = *graph->nodeList().front();
-
-  std::vector<TensorDesc> in_descs, out_descs;
-  std::vector<const Tensor*> constants;
-  std::vector<std::unique_ptr<Tensor>> constant_tensors;
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  std::vector<void*> pointers;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].dtype == DType::Undefined) {
-      in_descs.emplace_back();
-      constants.push_back(nullptr);
-      pointers.push_back(nullptr);
-      continue;
-    }
-    in_descs.push_back(TensorDesc::of(inputs[i].dtype, inputs[i].dims));
-    buffers.push_back(std::make_unique<Buffer>(in_descs.back().byteSize()));
-    std::vector<std::byte> bytes = tensor_test::encode(inputs[i]);
-    std::memcpy(buffers.back()->data(), bytes.data(), in_descs.back().byteSize());
-    pointers.push_back(buffers.back()->data());
-    const Tensor* constant = nullptr;
-    if (std::find(options.constants.begin(), options.constants.end(), i) != options.constants.end()) {
-      constant_tensors.push_back(
-          std::make_unique<Tensor>(Tensor::copyOf(inputs[i].dtype, inputs[i].dims, pointers.back())));
-      constant = constant_tensors.back().get();
-    }
-    constants.push_back(constant);
-  }
-  for (size_t k = 0; k < node.numOutputs(); ++k) {
-    out_descs.push_back(TensorDesc::of(node.output(k)->type()));
-    buffers.push_back(std::make_unique<Buffer>(out_descs.back().byteSize()));
-    pointers.push_back(buffers.back()->data());
-  }
-
-  KernelBuildContext context(node, in_descs, out_descs, constants, device, 1);
-  std::shared_ptr<const Kernel> kernel = device.kernels().create(context);
-  Buffer scratch(kernel->scratchBytes());
-  std::unique_ptr<DeviceRunState> device_state = device.createRunState();
-  std::unique_ptr<KernelState> state = kernel->createState();
-  KernelArgs args{pointers.data(), pointers.data() + inputs.size(), scratch.data(), 1, device_state.get()};
-  kernel->run(args, state.get());
-  std::vector<Data> outputs;
-  for (size_t k = 0; k < out_descs.size(); ++k) {
-    Data output{out_descs[k].dtype, out_descs[k].dimVector(), {}};
-    for (int64_t i = 0; i < output.count(); ++i) {
-      const void* data = pointers[inputs.size() + k];
-      output.values.push_back(tensor_test::decodeOne(output.dtype, data, static_cast<size_t>(i)));
-    }
-    outputs.push_back(std::move(output));
-  }
-  return outputs;
-}
-
 Data runReference(const std::string& op, const std::vector<Data>& inputs) {
-  return runOn(referenceDevice(), op, inputs)[0];
+  return runNode(op, inputs, {}, referenceDevice()).outputs[0];
 }
 
 constexpr double kPi = 3.14159265358979323846;
@@ -246,9 +162,9 @@ TEST(ReferenceElementwise, DropoutIsTheIdentityInInference) {
   Data x = tensorOf(DType::F32, {2, 3}, {1, -2, 3, -4, 5, -6});
   Data ratio = tensorOf(DType::F32, {}, {0.5});
   Data training = tensorOf(DType::Bool, {}, {0});
-  Options two_outputs;
+  RunOptions two_outputs;
   two_outputs.num_outputs = 2;
-  std::vector<Data> out = runOn(referenceDevice(), "Dropout", {x, ratio, training}, two_outputs);
+  std::vector<Data> out = runNode("Dropout", {x, ratio, training}, two_outputs, referenceDevice()).outputs;
   expectClose(out[0], x.values, 0, "Dropout output");
   EXPECT_EQ(out[1].dtype, DType::Bool);
   expectClose(out[1], std::vector<double>(6, 1), 0, "Dropout mask");
@@ -260,10 +176,12 @@ TEST(ReferenceElementwise, DropoutIsTheIdentityInInference) {
 TEST(ReferenceElementwise, DropoutInTrainingDropsAndScales) {
   const int64_t count = 4000;
   Data x = tensorOf(DType::F64, {count}, std::vector<double>(count, 3.0));
-  Options two_outputs;
+  RunOptions two_outputs;
   two_outputs.num_outputs = 2;
   std::vector<Data> out =
-      runOn(referenceDevice(), "Dropout", {x, tensorOf(DType::F64, {}, {0.25}), tensorOf(DType::Bool, {}, {1})}, two_outputs);
+      runNode("Dropout", {x, tensorOf(DType::F64, {}, {0.25}), tensorOf(DType::Bool, {}, {1})}, two_outputs,
+              referenceDevice())
+          .outputs;
   int64_t kept = 0;
   for (int64_t i = 0; i < count; ++i) {
     const bool keep = out[1].values[i] != 0;
@@ -412,11 +330,11 @@ Data randomInput(DType dtype, std::vector<int64_t> dims, double lo, double hi, u
 }
 
 void expectSameOnBothDevices(const std::string& op, const std::vector<Data>& inputs, double ulps,
-                             const Options& options = {}) {
+                             const RunOptions& options = {}) {
   std::string label = op;
   for (const Data& input : inputs) label += " " + (input.dtype == DType::Undefined ? "_" : input.type());
-  std::vector<Data> cpu = runOn(cpuDevice(), op, inputs, options);
-  std::vector<Data> reference = runOn(referenceDevice(), op, inputs, options);
+  std::vector<Data> cpu = runNode(op, inputs, options).outputs;
+  std::vector<Data> reference = runNode(op, inputs, options, referenceDevice()).outputs;
   ASSERT_EQ(cpu.size(), reference.size()) << label;
   std::vector<const Data*> shown;
   for (const Data& input : inputs) shown.push_back(&input);
@@ -479,7 +397,7 @@ TEST(ReferenceElementwise, UnaryOpsMatchTheCpuDevice) {
 TEST(ReferenceElementwise, DropoutMatchesTheCpuDeviceInInference) {
   for (DType dtype : kFloats) {
     Data x = randomInput(dtype, {4, 9}, -3, 3, 5);
-    Options two_outputs;
+    RunOptions two_outputs;
     two_outputs.num_outputs = 2;
     expectSameOnBothDevices("Dropout", {x}, 0, two_outputs);
     expectSameOnBothDevices("Dropout", {x, tensorOf(dtype, {}, {0.3}), tensorOf(DType::Bool, {}, {0})}, 0, two_outputs);

@@ -45,44 +45,12 @@ void expectSameAsCpu(const std::string& text, const std::vector<TestTensor>& inp
   }
 }
 
-// Creates `device`'s kernel for the first node of `graph_text` from explicit descs (every
-// input a run-time operand) and runs it, bypassing the build: for ops the build always
-// folds (Shape, Size) and for operands that are otherwise constants.
+// `device`'s kernel for the first node of `graph_text`, every input a run-time operand, run
+// on one thread (runKernelDirectly): for ops the build always folds (Shape, Size) and for
+// operands that are otherwise constants.
 std::vector<TestTensor> runDirectly(const Device& device, const std::string& graph_text,
                                     const std::vector<TestTensor>& inputs, const std::vector<TestTensor>& output_shapes) {
-  auto graph = parseGraph(graph_text);
-  const Node& node = **graph->nodes().begin();
-  std::vector<TensorDesc> in_descs, out_descs;
-  std::vector<std::vector<std::byte>> storage;
-  std::vector<const void*> pointers;
-  for (const TestTensor& input : inputs) {
-    in_descs.push_back(TensorDesc::of(input.dtype, input.dims));
-    storage.push_back(encode(input));
-    pointers.push_back(storage.back().data());
-  }
-  std::vector<std::vector<std::byte>> output_storage;
-  std::vector<void*> output_pointers;
-  for (const TestTensor& shape : output_shapes) {
-    out_descs.push_back(TensorDesc::of(shape.dtype, shape.dims));
-    output_storage.emplace_back(out_descs.back().byteSize() + 1);
-    output_pointers.push_back(output_storage.back().data());
-  }
-  KernelBuildContext context(node, in_descs, out_descs, std::vector<const Tensor*>(inputs.size(), nullptr), device, 1);
-  std::shared_ptr<const Kernel> kernel = device.kernels().create(context);
-  std::vector<std::byte> scratch(kernel->scratchBytes() + 64);
-  void* aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
-  std::unique_ptr<DeviceRunState> device_state = device.createRunState();
-  std::unique_ptr<KernelState> state = kernel->createState();
-  KernelArgs args{pointers.data(), output_pointers.data(), aligned, 1, device_state.get()};
-  kernel->run(args, state.get());
-  std::vector<TestTensor> results;
-  for (size_t o = 0; o < output_shapes.size(); ++o) {
-    TestTensor tensor{output_shapes[o].dtype, output_shapes[o].dims, {}};
-    tensor.values.resize(static_cast<size_t>(tensor.count()));
-    for (size_t i = 0; i < tensor.values.size(); ++i) tensor.values[i] = decodeOne(tensor.dtype, output_storage[o].data(), i);
-    results.push_back(std::move(tensor));
-  }
-  return results;
+  return runKernelDirectly(graph_text, inputs, {}, output_shapes, 1, 0, device);
 }
 
 // runDirectly on both devices agrees.

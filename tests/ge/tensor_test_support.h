@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -240,55 +242,114 @@ inline RunResult runGraph(const std::string& graph_text, const std::vector<TestT
   return result;
 }
 
-// Creates the CPU kernel for the first node of `graph_text` from explicit descs and runs it
-// directly, bypassing the planner: for ops the build always folds or removes (Identity,
-// Shape) and for checking what a kernel does at run time. `constant` marks inputs the
-// factory sees as constants. The kernel is built for `threads` threads and run on
-// `run_threads` (0: as many), as a run on a busy machine gets fewer.
+// 64-byte aligned bytes, as the memory planner gives kernels.
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(size_t bytes) : storage_(bytes + 64) {}
+  void* data() {
+    auto address = reinterpret_cast<uintptr_t>(storage_.data());
+    return reinterpret_cast<void*>((address + 63) & ~uintptr_t{63});
+  }
+
+ private:
+  std::vector<std::byte> storage_;
+};
+
+struct KernelRunOptions {
+  int threads = 1;      // the threads the kernel is built for
+  int run_threads = 0;  // the threads it runs on (0: as built), as a run on a busy machine gets fewer
+  // Inputs the kernel's factory sees as constants (their values known at build time).
+  std::vector<size_t> constants;
+  // Give output 0 the buffer of the input the kernel names in inPlaceInput(0), as the memory
+  // planner would.
+  bool in_place = false;
+};
+
+struct KernelRun {
+  std::vector<TestTensor> outputs;
+  std::string kernel;              // the kernel's name()
+  std::optional<size_t> in_place;  // what the kernel offered for output 0
+  bool ran_in_place = false;
+};
+
+// Creates `device`'s kernel for `node` from explicit descs and runs it once, bypassing the
+// planner: for ops the build always folds or removes (Identity, Shape, Dropout), for checking
+// what a kernel does at run time, and to run one node on two devices. Inputs of dtype
+// Undefined are absent (an optional input left off).
+inline KernelRun runKernel(const Node& node, const Device& device, const std::vector<TestTensor>& inputs,
+                           const std::vector<TensorDesc>& out_descs, const KernelRunOptions& options = {}) {
+  std::vector<TensorDesc> in_descs;
+  std::vector<const Tensor*> constants;
+  std::vector<std::unique_ptr<Tensor>> constant_tensors;
+  std::vector<std::unique_ptr<AlignedBuffer>> buffers;
+  std::vector<void*> pointers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TestTensor& input = inputs[i];
+    if (input.dtype == DType::Undefined) {
+      in_descs.emplace_back();
+      constants.push_back(nullptr);
+      pointers.push_back(nullptr);
+      continue;
+    }
+    in_descs.push_back(TensorDesc::of(input.dtype, input.dims));
+    buffers.push_back(std::make_unique<AlignedBuffer>(in_descs.back().byteSize()));
+    const std::vector<std::byte> bytes = encode(input);
+    std::memcpy(buffers.back()->data(), bytes.data(), in_descs.back().byteSize());
+    pointers.push_back(buffers.back()->data());
+    const bool constant = std::find(options.constants.begin(), options.constants.end(), i) != options.constants.end();
+    if (constant) {
+      constant_tensors.push_back(std::make_unique<Tensor>(Tensor::copyOf(input.dtype, input.dims, pointers.back())));
+    }
+    constants.push_back(constant ? constant_tensors.back().get() : nullptr);
+  }
+
+  KernelBuildContext context(node, in_descs, out_descs, constants, device, options.threads);
+  std::shared_ptr<const Kernel> kernel = device.kernels().create(context);
+  KernelRun run;
+  run.kernel = kernel->name();
+  run.in_place = kernel->inPlaceInput(0);
+  for (size_t k = 0; k < out_descs.size(); ++k) {
+    if (k == 0 && options.in_place && run.in_place && in_descs[*run.in_place].byteSize() == out_descs[0].byteSize()) {
+      pointers.push_back(pointers[*run.in_place]);
+      run.ran_in_place = true;
+      continue;
+    }
+    buffers.push_back(std::make_unique<AlignedBuffer>(out_descs[k].byteSize()));
+    pointers.push_back(buffers.back()->data());
+  }
+  AlignedBuffer scratch(kernel->scratchBytes());
+  std::unique_ptr<DeviceRunState> device_state = device.createRunState();
+  std::unique_ptr<KernelState> state = kernel->createState();
+  KernelArgs args{pointers.data(), pointers.data() + inputs.size(), scratch.data(),
+                  options.run_threads > 0 ? options.run_threads : options.threads, device_state.get()};
+  kernel->run(args, state.get());
+  for (size_t k = 0; k < out_descs.size(); ++k) {
+    TestTensor output{out_descs[k].dtype, out_descs[k].dimVector(), {}};
+    output.values.resize(static_cast<size_t>(output.count()));
+    for (size_t i = 0; i < output.values.size(); ++i) {
+      output.values[i] = decodeOne(output.dtype, pointers[inputs.size() + k], i);
+    }
+    run.outputs.push_back(std::move(output));
+  }
+  return run;
+}
+
+// runKernel on `device`'s kernel of the first node of `graph_text`, whose outputs have the
+// dtypes and dims of `output_shapes`; `constant` marks inputs the factory sees as constants.
 inline std::vector<TestTensor> runKernelDirectly(const std::string& graph_text, const std::vector<TestTensor>& inputs,
                                                  const std::vector<bool>& constant,
                                                  const std::vector<TestTensor>& output_shapes, int threads = 2,
-                                                 int run_threads = 0) {
+                                                 int run_threads = 0, const Device& device = cpuDevice()) {
   auto graph = parseGraph(graph_text);
-  const Node& node = **graph->nodes().begin();
-  std::vector<TensorDesc> in_descs, out_descs;
-  std::vector<Tensor> constants;
-  constants.reserve(inputs.size());
-  std::vector<const Tensor*> constant_pointers;
-  std::vector<std::vector<std::byte>> storage;
-  std::vector<const void*> pointers;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in_descs.push_back(TensorDesc::of(inputs[i].dtype, inputs[i].dims));
-    storage.push_back(encode(inputs[i]));
-    constants.push_back(Tensor::copyOf(inputs[i].dtype, inputs[i].dims, storage.back().data()));
-    constant_pointers.push_back(i < constant.size() && constant[i] ? &constants.back() : nullptr);
-    pointers.push_back(storage.back().data());
+  KernelRunOptions options;
+  options.threads = threads;
+  options.run_threads = run_threads;
+  for (size_t i = 0; i < constant.size(); ++i) {
+    if (constant[i]) options.constants.push_back(i);
   }
-  std::vector<std::vector<std::byte>> output_storage;
-  std::vector<void*> output_pointers;
-  for (const TestTensor& shape : output_shapes) {
-    out_descs.push_back(TensorDesc::of(shape.dtype, shape.dims));
-    output_storage.emplace_back(out_descs.back().byteSize() + 1);
-    output_pointers.push_back(output_storage.back().data());
-  }
-  const Device& device = cpuDevice();
-  KernelBuildContext context(node, in_descs, out_descs, constant_pointers, device, threads);
-  std::shared_ptr<const Kernel> kernel = device.kernels().create(context);
-  std::vector<std::byte> scratch(kernel->scratchBytes() + 64);
-  void* aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
-  std::unique_ptr<DeviceRunState> device_state = device.createRunState();
-  std::unique_ptr<KernelState> state = kernel->createState();
-  KernelArgs args{pointers.data(), output_pointers.data(), aligned, run_threads > 0 ? run_threads : threads,
-                  device_state.get()};
-  kernel->run(args, state.get());
-  std::vector<TestTensor> results;
-  for (size_t o = 0; o < output_shapes.size(); ++o) {
-    TestTensor tensor{output_shapes[o].dtype, output_shapes[o].dims, {}};
-    tensor.values.resize(static_cast<size_t>(tensor.count()));
-    for (size_t i = 0; i < tensor.values.size(); ++i) tensor.values[i] = decodeOne(tensor.dtype, output_storage[o].data(), i);
-    results.push_back(std::move(tensor));
-  }
-  return results;
+  std::vector<TensorDesc> out_descs;
+  for (const TestTensor& shape : output_shapes) out_descs.push_back(TensorDesc::of(shape.dtype, shape.dims));
+  return runKernel(**graph->nodes().begin(), device, inputs, out_descs, options).outputs;
 }
 
 // The message of the Error that building or running the graph raises, or "no error".
