@@ -106,6 +106,44 @@ def test_tensorflow_model_is_clean_against_tensorflow(saved, form):
     assert logits.node == prefix + "cnn_1/logits_1/BiasAdd" and logits.figures["max_rel"] < 1e-5, logits
 
 
+# The TensorFlow runner with a fetch that fails for the planted Tanh's tensor, as TensorFlow's
+# does for a value it cannot hand over (a resource, a string).
+REFUSING_RUNNER = '''
+import sys
+sys.path.insert(0, {compare_dir!r})
+import _framework_runner
+from _tensorflow_runner import TensorFlowModel
+
+
+class RefusingModel(TensorFlowModel):
+    def fetch(self, tensors):
+        if any("planted" in tensor for tensor in tensors):
+            raise RuntimeError("TensorFlow cannot hand this tensor over\\nits second line")
+        return super().fetch(tensors)
+
+
+_framework_runner.serve(RefusingModel)
+'''
+
+
+def test_a_value_the_framework_cannot_hand_over_is_reported_with_why(saved, tmp_path, monkeypatch):
+    runner = tmp_path / "refusing_runner.py"
+    runner.write_text(REFUSING_RUNNER.format(compare_dir=os.path.dirname(compare.__file__)))
+    monkeypatch.setitem(compare.references.FRAMEWORKS, "tensorflow", ("tensorflow", str(runner)))
+    report = compare.compare(saved / "cnn.pb", reference="framework", input_shapes=SHAPES)
+    # Only that value goes uncompared: the batch that held it is fetched again value by value.
+    assert report.clean and len(report.compared) >= 10, report.table(0)
+    refused = report.unavailable
+    assert [(row.node, row.op) for row in refused] == [("cnn_1/planted_1/Tanh", "Tanh")], refused
+    assert refused[0].unavailable == "RuntimeError: TensorFlow cannot hand this tensor over"
+    assert (f"(1 that tensorflow has but could not hand over: the first, '{refused[0].value}', for RuntimeError: "
+            f"TensorFlow cannot hand this tensor over; the others have no counterpart there") in report.summary()
+    row = next(row for row in report.as_dict()["nodes"] if row["value"] == refused[0].value)
+    assert row["unavailable"] == refused[0].unavailable and row["cosine"] is None
+    report.to_csv(tmp_path / "report.csv")
+    assert "TensorFlow cannot hand this tensor over" in (tmp_path / "report.csv").read_text()
+
+
 def test_auto_takes_tensorflow_where_it_is_found(saved):
     report = compare.compare(saved / "cnn.pb", input_shapes=SHAPES)
     assert report.reference == "tensorflow" and report.clean

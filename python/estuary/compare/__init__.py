@@ -114,6 +114,8 @@ def compare(model, inputs=None, *, reference="auto", input_shapes=None, pipeline
         rows = spool.rows
         for row in rows:
             row.node, row.op = ref.producers.get(row.value, (row.estuary_node, row.estuary_op))
+            if not row.compared:
+                row.unavailable = ref.unavailable.get(row.value)
         name = framework if reference == "framework" else reference
         return Report(model=str(model), reference=name, precision_mode=precision_mode, device=device,
                       pipeline=pipeline, min_cosine=min_cosine, max_rel=max_rel, rows=rows, outputs=output_names)

@@ -25,6 +25,7 @@ class EstuaryF64:
         self.model = estuary.convert(model, input_shapes=input_shapes, pipeline="", device="reference",
                                      precision_mode="fp64", **load_kwargs)
         self.producers = {}  # value name -> (node name, op type)
+        self.unavailable = {}  # it hands over every value its run computes
 
     def values(self, feeds, wanted, on_value):
         """Runs the reference, calling on_value(name, array) for each value in `wanted`."""
@@ -62,6 +63,7 @@ class OnnxRuntime:
         self.path = path
         self.threads = threads
         self.onnx_model = onnx.load(path, load_external_data=False)
+        self.unavailable = {}  # a value it has goes back as a graph output, or the session fails
         self.producers = {}
         for index, node in enumerate(self.onnx_model.graph.node):
             for output in node.output:
@@ -182,6 +184,7 @@ class Framework:
         self.folder = folder
         self.options = {key: load_kwargs[key] for key in ("signature",) if load_kwargs.get(key)}
         self.producers = {}
+        self.unavailable = {}  # value name -> why the framework has it but could not hand it over
 
     def values(self, feeds, wanted, on_value, sizes, budget_bytes):
         """Runs the framework, calling on_value(name, array) for each value of `wanted` it has."""
@@ -214,7 +217,8 @@ class Framework:
                     elif "batch_end" in message:
                         process.stdin.write("\n")
                         process.stdin.flush()
-                    elif "done" in message:  # its "skipped" (values it has but cannot hand over) go unreported
+                    elif "done" in message:
+                        self.unavailable = dict(message.get("skipped", {}))
                         done = True
             finally:
                 if process.poll() is None and not done:

@@ -19,6 +19,7 @@ class Row:
     op: str = ""
     figures: dict = None  # cosine, max_abs, max_rel, mismatched, axes; None when the reference lacks the value
     reason: str = None    # why it is past the thresholds, or None
+    unavailable: str = None  # why the reference has the value but could not hand it over, or None
 
     @property
     def compared(self):
@@ -40,6 +41,11 @@ class Report:
     @property
     def compared(self):
         return [row for row in self.rows if row.compared]
+
+    @property
+    def unavailable(self):
+        """The rows the reference has a value for but could not hand over, with why."""
+        return [row for row in self.rows if row.unavailable]
 
     @property
     def first_past_threshold(self):
@@ -64,8 +70,15 @@ class Report:
         worst = min((row.figures["cosine"] for row in compared if row.figures["cosine"] is not None), default=None)
         first = self.first_past_threshold
         text = f"{len(compared)} of {len(self.rows)} results compared with {self.reference}"
-        if len(compared) < len(self.rows):
-            text += " (the others have no counterpart there: layout reorders, casts a precision mode inserted)"
+        unavailable = self.unavailable
+        others = len(self.rows) - len(compared) - len(unavailable)
+        no_counterpart = "no counterpart there: layout reorders, casts a precision mode inserted"
+        if unavailable:
+            text += (f" ({len(unavailable)} that {self.reference} has but could not hand over: the first, "
+                     f"'{unavailable[0].value}', for {unavailable[0].unavailable}")
+            text += f"; the others have {no_counterpart})" if others else ")"
+        elif others:
+            text += f" (the others have {no_counterpart})"
         reordered = sum(1 for row in compared if row.figures.get("axes"))
         if reordered:
             text += (f"; {reordered} measured in the reference's axis order (computed in another, under the same "
@@ -112,7 +125,8 @@ class Report:
             text += f"\n\nfirst past the thresholds: node '{first.node}' ({first.op}), value '{first.value}': {first.reason}"
             for row in self.inputs_of(first):
                 figures = row.figures or {}
-                state = row.reason or ("within the thresholds" if row.compared else "not compared")
+                state = row.reason or ("within the thresholds" if row.compared else
+                                       f"not compared: {row.unavailable}" if row.unavailable else "not compared")
                 text += (f"\n  input '{row.value}' from node '{row.node}': cosine {_format(figures.get('cosine'), '.6f')}, "
                          f"max rel {_format(figures.get('max_rel'), '.3g')} ({state})")
         return text + "\n\n" + self.summary()
@@ -137,7 +151,7 @@ class Report:
 
     def to_csv(self, path):
         columns = ["index", "node", "op", "value", "estuary_node", "estuary_op", "shape", "dtype", "cosine", "max_abs",
-                   "max_rel", "axes", "past_threshold"]
+                   "max_rel", "axes", "past_threshold", "unavailable"]
         with open(path, "w", newline="") as file:
             writer = csv.writer(file)
             writer.writerow(columns)
@@ -146,7 +160,7 @@ class Report:
                 writer.writerow([row.index, row.node, row.op, row.value, row.estuary_node, row.estuary_op,
                                  "x".join(map(str, row.shape)), row.dtype, figures.get("cosine", ""),
                                  figures.get("max_abs", ""), figures.get("max_rel", ""),
-                                 ",".join(map(str, figures.get("axes") or [])), row.reason or ""])
+                                 ",".join(map(str, figures.get("axes") or [])), row.reason or "", row.unavailable or ""])
 
     def plot(self, path):
         """Relative error and 1 - cosine per compared node along the run order, as an image file."""
