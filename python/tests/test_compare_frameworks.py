@@ -106,8 +106,8 @@ def test_tensorflow_model_is_clean_against_tensorflow(saved, form):
     assert logits.node == prefix + "cnn_1/logits_1/BiasAdd" and logits.figures["max_rel"] < 1e-5, logits
 
 
-# The TensorFlow runner with a fetch that fails for the planted Tanh's tensor, as TensorFlow's
-# does for a value it cannot hand over (a resource, a string).
+# The TensorFlow runner with a fetch that fails for the planted Tanh's tensor: a stand-in for a
+# value TensorFlow has but cannot hand over.
 REFUSING_RUNNER = '''
 import sys
 sys.path.insert(0, {compare_dir!r})
