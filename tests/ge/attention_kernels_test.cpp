@@ -301,6 +301,29 @@ TEST(AttentionKernel, AFullyMaskedRowIsZeroAsInTheReference) {
   }
 }
 
+// A padding mask as transformers builds it: the least float (not -inf) at padded keys. Their
+// softmax weights are exactly 0 (expF32 flushes below exp(-87)), not subnormal: subnormal
+// weights made the products after them take a microcode assist per multiply-add on Intel.
+TEST(AttentionKernel, APaddingMaskOfTheLeastFloatWeighsPaddedKeysZero) {
+  AttentionCase c;
+  c.mask = DType::F32;
+  c.mask_dims = {c.batch, 1, 1, c.kv_seq};
+  c.mode = 3;
+  AttentionInputs in = attentionInputs(c, 45);
+  const double least = -std::numeric_limits<float>::max();
+  for (size_t i = 0; i < in.mask.values.size(); ++i) in.mask.values[i] = i % 3 == 1 ? least : 0.0;
+  checkAttention(c, in);
+  RunResult run = runAttention(c, in);
+  const TestTensor& softmax = run.outputs.at(3);
+  for (size_t i = 0; i < softmax.values.size(); ++i) {
+    const int64_t key = static_cast<int64_t>(i) % c.kv_seq;
+    const int64_t batch = static_cast<int64_t>(i / (softmax.values.size() / static_cast<size_t>(c.batch)));
+    if (in.mask.values[static_cast<size_t>(batch * c.kv_seq + key)] == least) {
+      ASSERT_EQ(softmax.values[i], 0.0) << "softmax element " << i;
+    }
+  }
+}
+
 // The kernel walks blocks of 64 query rows over tiles of 256 keys (attention.cpp). These
 // cases have lengths that are multiples of neither, masks and limits that end inside tiles,
 // and tiles that some or all rows of a block mask.
