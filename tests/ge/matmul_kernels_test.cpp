@@ -600,6 +600,67 @@ TEST(MatMulEpilogues, BiasActivationResidualAndScale) {
   }
 }
 
+// A batched product whose B is one matrix runs as one 2-D product with the batch as rows
+// (matmul.cpp's batchAsRows: oneDNN packs weights only for 2-D products). A residual of the
+// output's shape, or broadcast along its rows alone, folds along; one that differs per batch
+// but not per row, or per row but not per batch, keeps the product batched. All agree.
+TEST(MatMulEpilogues, ResidualsOfEveryBroadcastWithTheBatchTakenAsRows) {
+  const int64_t batch = 3, rows = 5, k = 24, n = 20;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (const std::vector<int64_t>& residual_dims :
+         std::vector<std::vector<int64_t>>{{batch, rows, n}, {1, 1, n}, {batch, 1, n}, {1, rows, n}, {rows, n}}) {
+      const std::string t = dtypeText(dtype);
+      const std::vector<int64_t> out_dims{batch, rows, n};
+      TestTensor a = inputFor(dtype, {batch, rows, k}, 1), b = inputFor(dtype, {k, n}, 2);
+      TestTensor residual = inputFor(dtype, residual_dims, 3);
+      TestTensor product = referenceMatMul(a, b, dtype);
+      std::string text = "graph @g(%a: " + a.type() + ", %b: " + b.type() + ") {\n  %y = MatMul(%a, %b) : " + t +
+                         dimsText(out_dims) + "\n  return %y\n}";
+      cpu::Epilogue epilogue;
+      epilogue.steps = {cpu::EpilogueStep::residual(2)};
+      std::vector<double> expected(product.values.size());
+      for (int64_t i = 0; i < batch; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < n; ++j) {
+            const size_t out = static_cast<size_t>((i * rows + r) * n + j);
+            int64_t at = j;
+            const size_t rank = residual_dims.size();
+            if (residual_dims[rank - 2] != 1) at += r * n;
+            if (rank == 3 && residual_dims[0] != 1) at += i * residual_dims[1] * n;
+            expected[out] = product.values[out] + residual.values[static_cast<size_t>(at)];
+          }
+        }
+      }
+      std::vector<double> actual = runWithEpilogue(text, {a, b, residual}, epilogue, false);
+      expectNear(TestTensor{dtype, out_dims, actual}, expected, toleranceFor(dtype, k), 1e-5,
+                 "MatMul " + t + " " + dimsText(a.dims) + " + residual " + dimsText(residual_dims));
+    }
+  }
+}
+
+// Gelu as a post-op fuses in 16 bits (epilogue_fusion.cpp's fusesAccurately): within the
+// output's rounding of the exact gelu, its flushed tail included.
+TEST(MatMulEpilogues, GeluPostOpInSixteenBitsIsWithinTheOutputsRounding) {
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    const int64_t rows = 16, k = 32, n = 48;
+    TestTensor a = inputFor(dtype, {rows, k}, 7), b = inputFor(dtype, {k, n}, 8);
+    for (double& value : a.values) value *= 4;  // products out to the gelu's flat tail
+    TestTensor product = referenceMatMul(a, b, dtype);
+    const std::string t = dtypeText(dtype);
+    std::string text = "graph @g(%a: " + a.type() + ", %b: " + b.type() + ") {\n  %y = MatMul(%a, %b) : " + t +
+                       "[16,48]\n  return %y\n}";
+    cpu::Epilogue epilogue;
+    epilogue.steps = {cpu::EpilogueStep::eltwise(dnnl::algorithm::eltwise_gelu_erf)};
+    std::vector<double> expected(product.values.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const double x = product.values[i];
+      expected[i] = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    }
+    std::vector<double> actual = runWithEpilogue(text, {a, b}, epilogue, false);
+    expectNear(TestTensor{dtype, {rows, n}, actual}, expected, toleranceFor(dtype, k), 1e-6, "MatMul " + t + " + Gelu");
+  }
+}
+
 TEST(MatMulEpilogues, GemmWithCAndActivationsFromOnnxNodes) {
   TestTensor a = inputFor(DType::F32, {5, 8}, 1), b = inputFor(DType::F32, {8, 7}, 2), c = inputFor(DType::F32, {7}, 3);
   std::string text =

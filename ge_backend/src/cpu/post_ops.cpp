@@ -1,6 +1,8 @@
 #include "cpu/post_ops.h"
 
 #include <cfloat>
+#include <functional>
+#include <numeric>
 #include <tuple>
 
 #include "cpu/nn_support.h"
@@ -70,6 +72,7 @@ bool appendEpilogue(const KernelBuildContext& context, const std::vector<Epilogu
                     std::vector<OnednnArg>& args) {
   const dnnl::memory::dims dst_dims = dst.dims();
   const size_t rank = dst_dims.size();
+  const int64_t elements = std::accumulate(dst_dims.begin(), dst_dims.end(), int64_t{1}, std::multiplies<>());
   // Scales become linear steps; consecutive linear steps are folded into one.
   std::vector<EpilogueStep> folded;
   for (const EpilogueStep& original : steps) {
@@ -107,7 +110,7 @@ bool appendEpilogue(const KernelBuildContext& context, const std::vector<Epilogu
       case EpilogueStep::Kind::Product: {
         if (!context.hasInput(step.input)) return false;
         const TensorDesc& operand = context.input(step.input);
-        if (!dnnlSupports(operand.dtype) || static_cast<size_t>(operand.rank) > rank) return false;
+        if (!dnnlSupports(operand.dtype)) return false;
         dnnl::memory::dims dims(rank, 1);
         dnnl::memory::desc desc;
         if (step.kind == EpilogueStep::Kind::Bias) {
@@ -115,9 +118,18 @@ bool appendEpilogue(const KernelBuildContext& context, const std::vector<Epilogu
           dims[channel_axis] = dst_dims[channel_axis];
           desc = plainDesc(dims, operand.dtype);
         } else {
-          size_t pad = rank - operand.rank;
+          std::vector<int64_t> operand_dims = operand.dimVector();
+          // More dims than the destination: a product that took its batch as rows
+          // (matmul.cpp's batchAsRows). Leading 1s say nothing; an operand as large as the
+          // destination broadcast to the unfolded output, so it has that output's shape.
+          while (operand_dims.size() > rank && operand_dims.front() == 1) operand_dims.erase(operand_dims.begin());
+          if (operand_dims.size() > rank) {
+            if (operand.layout != Layout::Plain || operand.numElements() != elements) return false;
+            operand_dims = dst_dims;
+          }
+          size_t pad = rank - operand_dims.size();
           for (size_t d = pad; d < rank; ++d) {
-            dims[d] = operand.dims[d - pad];
+            dims[d] = operand_dims[d - pad];
             if (dims[d] != 1 && dims[d] != dst_dims[d]) return false;
           }
           // A residual in another layout than plain has the destination's full shape.
