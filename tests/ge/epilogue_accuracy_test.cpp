@@ -205,6 +205,10 @@ TEST(EpilogueAccuracy, AnInaccurateActivationStaysUnfused) {
   }
   EXPECT_TRUE(cpu::fusesAccurately(activationOf(*activationGraph(1, "", "Relu(%m)"))));  // NaN -> 0 only
   EXPECT_FALSE(cpu::fusesAccurately(activationOf(*activationGraph(1, "", "Gelu(%m)"))));  // its tail is 0
+  // ... which a 16-bit output cannot resolve.
+  auto bf16_gelu = parseGraph(
+      "graph @g(%x: bf16[4,1], %one: bf16[1,1]) {\n  %m = MatMul(%x, %one) : bf16[4,1]\n  %y = Gelu(%m) : bf16[4,1]\n  return %y\n}");
+  EXPECT_TRUE(cpu::fusesAccurately(activationOf(*bf16_gelu)));
   EXPECT_TRUE(cpu::fusesAccurately(activationOf(*activationGraph(1, "", "Tanh(%m)"))));
 }
 
