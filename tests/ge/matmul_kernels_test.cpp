@@ -639,25 +639,35 @@ TEST(MatMulEpilogues, ResidualsOfEveryBroadcastWithTheBatchTakenAsRows) {
 }
 
 // Gelu as a post-op fuses in 16 bits (epilogue_fusion.cpp's fusesAccurately): within the
-// output's rounding of the exact gelu, its flushed tail included.
+// output's rounding of the exact gelu, its flushed tail included, on oneDNN (16 rows) and on
+// the own GEMV (one row: a decoder step), which applies its own exact gelu.
 TEST(MatMulEpilogues, GeluPostOpInSixteenBitsIsWithinTheOutputsRounding) {
   for (DType dtype : {DType::BF16, DType::F16}) {
-    const int64_t rows = 16, k = 32, n = 48;
-    TestTensor a = inputFor(dtype, {rows, k}, 7), b = inputFor(dtype, {k, n}, 8);
-    for (double& value : a.values) value *= 4;  // products out to the gelu's flat tail
-    TestTensor product = referenceMatMul(a, b, dtype);
-    const std::string t = dtypeText(dtype);
-    std::string text = "graph @g(%a: " + a.type() + ", %b: " + b.type() + ") {\n  %y = MatMul(%a, %b) : " + t +
-                       "[16,48]\n  return %y\n}";
-    cpu::Epilogue epilogue;
-    epilogue.steps = {cpu::EpilogueStep::eltwise(dnnl::algorithm::eltwise_gelu_erf)};
-    std::vector<double> expected(product.values.size());
-    for (size_t i = 0; i < expected.size(); ++i) {
-      const double x = product.values[i];
-      expected[i] = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    for (const auto& [rows, kernel] : {std::pair<int64_t, const char*>{16, "onednn:matmul"}, {1, "cpu:gemv"}}) {
+      const int64_t k = 32, n = 48;
+      TestTensor a = inputFor(dtype, {rows, k}, 7), b = inputFor(dtype, {k, n}, 8);
+      for (double& value : a.values) value *= 4;  // products out to the gelu's flat tail
+      TestTensor product = referenceMatMul(a, b, dtype);
+      const std::string t = dtypeText(dtype);
+      std::string text = "graph @g(%a: " + a.type() + ", %b: " + b.type() + ") {\n  %y = MatMul(%a, %b) : " + t +
+                         dimsText({rows, n}) + "\n  return %y\n}";
+      for (dnnl::algorithm gelu : {dnnl::algorithm::eltwise_gelu_erf, dnnl::algorithm::eltwise_gelu_tanh}) {
+        cpu::Epilogue epilogue;
+        epilogue.steps = {cpu::EpilogueStep::eltwise(gelu)};
+        std::vector<double> expected(product.values.size());
+        for (size_t i = 0; i < expected.size(); ++i) {
+          const double x = product.values[i];
+          expected[i] = gelu == dnnl::algorithm::eltwise_gelu_erf
+                            ? 0.5 * x * std::erfc(-x / std::sqrt(2.0))
+                            : 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        }
+        std::string name;
+        std::vector<double> actual = runWithEpilogue(text, {a, b}, epilogue, false, &name);
+        EXPECT_EQ(name.rfind(kernel, 0), 0u) << name;
+        expectNear(TestTensor{dtype, {rows, n}, actual}, expected, toleranceFor(dtype, k), 1e-6,
+                   "MatMul " + t + " " + dimsText(a.dims) + " + " + name);
+      }
     }
-    std::vector<double> actual = runWithEpilogue(text, {a, b}, epilogue, false);
-    expectNear(TestTensor{dtype, {rows, n}, actual}, expected, toleranceFor(dtype, k), 1e-6, "MatMul " + t + " + Gelu");
   }
 }
 

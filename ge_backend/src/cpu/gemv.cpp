@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "cpu/bfloat16.h"
+#include "cpu/vector_math.h"
 #include "estuary/ge/kernel_helpers.h"
 #include "worker_pool.h"
 
@@ -333,6 +334,10 @@ class GemvKernel final : public Kernel {
           case EpilogueStep::Kind::Activation:
             if (step.activation == dnnl::algorithm::eltwise_relu) {
               for (int64_t j = n0; j < n1; ++j) row[j] = row[j] > 0.f ? row[j] : step.alpha * row[j];
+            } else if (step.activation == dnnl::algorithm::eltwise_gelu_erf) {
+              for (int64_t j = n0; j < n1; ++j) row[j] = vm::geluErf(row[j]);
+            } else if (step.activation == dnnl::algorithm::eltwise_gelu_tanh) {
+              for (int64_t j = n0; j < n1; ++j) row[j] = vm::geluTanh(row[j]);
             } else {
               for (int64_t j = n0; j < n1; ++j) row[j] = step.alpha * row[j] + step.beta;
             }
@@ -386,9 +391,10 @@ std::unique_ptr<Kernel> makeGemvKernel(const KernelBuildContext& context, int64_
   for (const EpilogueStep& step : steps) {
     GemvStep gemv{step.kind, step.activation, step.alpha, step.beta, step.input};
     if (step.kind == EpilogueStep::Kind::Activation) {
-      if (step.activation != dnnl::algorithm::eltwise_relu && step.activation != dnnl::algorithm::eltwise_linear) {
-        return nullptr;
-      }
+      // Gelu comes with 16-bit products (fusesAccurately); here it is the own exact one.
+      const dnnl::algorithm handled[] = {dnnl::algorithm::eltwise_relu, dnnl::algorithm::eltwise_linear,
+                                         dnnl::algorithm::eltwise_gelu_erf, dnnl::algorithm::eltwise_gelu_tanh};
+      if (std::find(std::begin(handled), std::end(handled), step.activation) == std::end(handled)) return nullptr;
     } else if (step.kind != EpilogueStep::Kind::Scale) {
       if (!context.hasInput(step.input)) return nullptr;
       std::optional<bool> per_column = perColumn(context.input(step.input), out, rows, n);
