@@ -85,6 +85,8 @@ class WorkerPool {
     return *pool;
   }
 
+  void rest() { rests_.fetch_add(1, std::memory_order_relaxed); }
+
   void run(int64_t shards, int helpers, FunctionRef<void(int64_t)> body) {
     Job job;
     job.body = &body;
@@ -151,6 +153,7 @@ class WorkerPool {
         continue;
       }
       const uint64_t seen = epoch_.load(std::memory_order_relaxed);
+      const uint64_t rests = rests_.load(std::memory_order_relaxed);
       lock.unlock();
       bool posted = false;
       const auto give_up = std::chrono::steady_clock::now() + kSpinTime;
@@ -160,7 +163,10 @@ class WorkerPool {
           break;
         }
         cpuRelax();
-        if (i % 64 == 0 && std::chrono::steady_clock::now() > give_up) break;
+        if (i % 64 == 0 && (rests_.load(std::memory_order_relaxed) != rests ||
+                            std::chrono::steady_clock::now() > give_up)) {
+          break;
+        }
       }
       lock.lock();
       if (posted) continue;
@@ -176,6 +182,7 @@ class WorkerPool {
   std::condition_variable wake_;
   std::vector<Job*> jobs_;  // calls with shards left, oldest first
   std::atomic<uint64_t> epoch_{0};  // counts posted calls; changes wake idle workers
+  std::atomic<uint64_t> rests_{0};  // counts rest() calls; changes end spinning
   int workers_ = 0;
   int sleeping_ = 0;
 };
@@ -256,6 +263,8 @@ int threadsToUse(int wanted) {
   static LoadWatch* watch = new LoadWatch;  // never destroyed: runs may outlive static destructors
   return watch->threadsToUse(wanted);
 }
+
+void restSpinningWorkers() { WorkerPool::instance().rest(); }
 
 void runShards(int64_t shards, int helpers, FunctionRef<void(int64_t shard)> body) {
   if (shards <= 0) return;

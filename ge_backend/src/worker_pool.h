@@ -20,6 +20,11 @@ namespace estuary::ge {
 // come from several threads at once.
 void runShards(int64_t shards, int helpers, FunctionRef<void(int64_t shard)> body);
 
+// Sends the workers that spin waiting for the next call to sleep now. A caller about to run
+// another runtime's threads (oneDNN's OpenMP team) calls it, so that no spinning worker
+// holds a core the team needs.
+void restSpinningWorkers();
+
 // The threads a run should use out of `wanted` (at least 1): no more than the cores other
 // processes leave free. With more runnable threads than cores, the thread that runs the
 // graph's steps one after another waits for a core at every turn, and the whole run with
