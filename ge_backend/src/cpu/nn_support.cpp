@@ -16,7 +16,7 @@ namespace {
 // not reused by another one while the buffer can still be found under it.
 struct PackedCopy {
   Tensor source;
-  std::vector<std::byte> bytes;
+  ConstantBytes bytes;
 };
 
 // A plain or blocked layout, every field that decides where an element lies; empty for the
@@ -41,7 +41,7 @@ std::string layoutKey(const dnnl::memory::desc& desc) {
 
 std::shared_ptr<const PackedCopy> reorderConstant(const dnnl::engine& engine, const Tensor& constant,
                                                   const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-  auto packed = std::make_shared<PackedCopy>(PackedCopy{constant, std::vector<std::byte>(to.get_size())});
+  auto packed = std::make_shared<PackedCopy>(PackedCopy{constant, ConstantBytes(to.get_size())});
   dnnl::memory source(from, engine, const_cast<void*>(constant.data()));
   dnnl::memory destination(to, engine, packed->bytes.data());
   dnnl::stream stream(engine);
@@ -70,16 +70,15 @@ std::shared_ptr<const void> onePerModel(const KernelBuildContext& context, const
 
 }  // namespace
 
-std::shared_ptr<const std::vector<std::byte>> packedConstant(const KernelBuildContext& context,
-                                                             const dnnl::engine& engine, const Tensor& constant,
-                                                             const dnnl::memory::desc& from,
-                                                             const dnnl::memory::desc& to) {
+std::shared_ptr<const ConstantBytes> packedConstant(const KernelBuildContext& context, const dnnl::engine& engine,
+                                                    const Tensor& constant, const dnnl::memory::desc& from,
+                                                    const dnnl::memory::desc& to) {
   auto reorder = [&]() -> std::shared_ptr<const void> { return reorderConstant(engine, constant, from, to); };
   const std::string from_key = layoutKey(from), to_key = layoutKey(to);
   auto packed = std::static_pointer_cast<const PackedCopy>(
       from_key.empty() || to_key.empty() ? reorder()
                                          : onePerModel(context, constant, "reorder " + from_key + " -> " + to_key, reorder));
-  return std::shared_ptr<const std::vector<std::byte>>(packed, &packed->bytes);
+  return std::shared_ptr<const ConstantBytes>(packed, &packed->bytes);
 }
 
 std::shared_ptr<const std::vector<float>> packedWeights(const KernelBuildContext& context, const Tensor& weights,

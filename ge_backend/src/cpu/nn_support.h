@@ -77,10 +77,9 @@ std::unique_ptr<Kernel> buildPreferringF32(const KernelBuildContext& context, co
 // and once per model: the model's plans for other input shapes get the same buffer
 // (KernelBuildContext::sharedAcrossPlans). When the constant lies in a mapped model file,
 // its pages are released (releaseMappedPages).
-std::shared_ptr<const std::vector<std::byte>> packedConstant(const KernelBuildContext& context,
-                                                             const dnnl::engine& engine, const Tensor& constant,
-                                                             const dnnl::memory::desc& from,
-                                                             const dnnl::memory::desc& to);
+std::shared_ptr<const ConstantBytes> packedConstant(const KernelBuildContext& context, const dnnl::engine& engine,
+                                                    const Tensor& constant, const dnnl::memory::desc& from,
+                                                    const dnnl::memory::desc& to);
 
 // `weights` as pack() lays them out for one of Estuary's own kernels, made once per model as
 // packedConstant's are, under `packing`, which names the layout pack() makes.

@@ -46,7 +46,8 @@ bool f32Parameter(const KernelBuildContext& context, size_t input, int dnnl_arg,
   }
   const Tensor* constant = context.constantInput(input);
   if (!constant) return false;
-  owned.push_back(std::make_shared<const std::vector<std::byte>>(f32Copy(*constant)));
+  const std::vector<std::byte> widened = f32Copy(*constant);
+  owned.push_back(std::make_shared<const ConstantBytes>(widened.data(), widened.size()));
   args.push_back({dnnl_arg, OnednnArg::Source::Constant, input, md, owned.back()->data()});
   return true;
 }

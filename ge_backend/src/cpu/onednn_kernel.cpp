@@ -3,11 +3,24 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
+#include <new>
 #include <string>
 
 #include "worker_pool.h"
 
 namespace estuary::ge::cpu {
+
+ConstantBytes::ConstantBytes(size_t size) : size_(size) {
+  constexpr size_t kLine = 64;
+  // aligned_alloc wants a multiple of the alignment, and a pointer even for 0 bytes.
+  data_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, std::max<size_t>(1, (size + kLine - 1) / kLine) * kLine)));
+  if (!data_) throw std::bad_alloc();
+}
+
+ConstantBytes::ConstantBytes(const void* data, size_t size) : ConstantBytes(size) {
+  if (size) std::memcpy(data_.get(), data, size);
+}
 
 namespace {
 
