@@ -1,6 +1,7 @@
 #include "cpu/onednn_kernel.h"
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,10 +13,18 @@
 namespace estuary::ge::cpu {
 
 ConstantBytes::ConstantBytes(size_t size) : size_(size) {
-  constexpr size_t kLine = 64;
+  constexpr size_t kLine = 64, kHugePage = size_t{2} << 20;
+  // Weights of 2 MiB or more start at a huge page and ask for huge pages over their whole
+  // 2 MiB stretches (the tail keeps small pages, so that no unused bytes become resident):
+  // streaming weights that are not in cache then misses the TLB 512x less often. oneDNN's
+  // AMX matmul, bf16 128 x 768 by 768 x 3072, weights not in cache: 886 -> 851 us on one
+  // thread, 452 -> 439 on two; 3072 x 768: 1289 -> 1226 and 605 -> 559 us.
+  const size_t alignment = size >= kHugePage ? kHugePage : kLine;
   // aligned_alloc wants a multiple of the alignment, and a pointer even for 0 bytes.
-  data_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, std::max<size_t>(1, (size + kLine - 1) / kLine) * kLine)));
+  data_.reset(static_cast<std::byte*>(
+      std::aligned_alloc(alignment, std::max<size_t>(1, (size + alignment - 1) / alignment) * alignment)));
   if (!data_) throw std::bad_alloc();
+  if (size >= kHugePage) ::madvise(data_.get(), size / kHugePage * kHugePage, MADV_HUGEPAGE);
 }
 
 ConstantBytes::ConstantBytes(const void* data, size_t size) : ConstantBytes(size) {
