@@ -95,8 +95,8 @@ bool fusesAccurately(const Node& node) {
   }
   // In 16 bits gelu fuses too: its post-op's error is the tail's values of at most ~1e-7
   // flushed to 0, far below the rounding of a bf16 or f16 output, and as its own node it
-  // cost a 16-bit BERT encoder as much as a quarter of its products' time (45 against 142
-  // ms at 8 sequences, Xeon with AMX, 2 threads).
+  // cost a 16-bit BERT encoder a third of its products' time (45 against 142 ms at 8
+  // sequences, Xeon with AMX, 2 threads).
   const DType dtype = node.output()->dtype();
   return node.is("Gelu") && (dtype == DType::BF16 || dtype == DType::F16);
 }

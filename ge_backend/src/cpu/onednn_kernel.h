@@ -13,11 +13,11 @@
 // wait at each step for the ones the OS does not schedule.
 #include <dnnl.h>
 
+#include <cstdlib>
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <cstdlib>
 #include <vector>
 
 #include "cpu/cpu_device.h"
