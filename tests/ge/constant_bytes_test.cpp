@@ -1,7 +1,8 @@
 // ConstantBytes (cpu/onednn_kernel.h): the buffer a kernel's pre-packed constants live in
-// starts at a cache line, and one of 2 MiB or more at a huge page.
+// starts at a cache line, and one of 2 MiB or more at a huge page; it starts zeroed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -13,6 +14,10 @@ namespace {
 
 uintptr_t address(const cpu::ConstantBytes& bytes) { return reinterpret_cast<uintptr_t>(bytes.data()); }
 
+bool allZero(const cpu::ConstantBytes& bytes) {
+  return std::all_of(bytes.data(), bytes.data() + bytes.size(), [](std::byte b) { return b == std::byte{0}; });
+}
+
 TEST(ConstantBytes, StartAtACacheLineAndLargeOnesAtAHugePage) {
   constexpr size_t kHugePage = size_t{2} << 20;
   for (size_t size : {size_t{0}, size_t{1}, size_t{100}, size_t{4096}, kHugePage - 1}) {
@@ -20,10 +25,12 @@ TEST(ConstantBytes, StartAtACacheLineAndLargeOnesAtAHugePage) {
     EXPECT_EQ(bytes.size(), size);
     ASSERT_NE(bytes.data(), nullptr) << size;
     EXPECT_EQ(address(bytes) % 64, 0u) << size;
+    EXPECT_TRUE(allZero(bytes)) << size;
   }
   for (size_t size : {kHugePage, 3 * kHugePage + 17}) {
     cpu::ConstantBytes bytes(size);
     EXPECT_EQ(address(bytes) % kHugePage, 0u) << size;
+    EXPECT_TRUE(allZero(bytes)) << size;
     std::memset(bytes.data(), 0x5a, size);  // every byte is there to write
   }
 }

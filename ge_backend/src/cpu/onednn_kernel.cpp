@@ -25,6 +25,9 @@ ConstantBytes::ConstantBytes(size_t size) : size_(size) {
       std::aligned_alloc(alignment, std::max<size_t>(1, (size + alignment - 1) / alignment) * alignment)));
   if (!data_) throw std::bad_alloc();
   if (size >= kHugePage) ::madvise(data_.get(), size / kHugePage * kHugePage, MADV_HUGEPAGE);
+  // Zeroed: a layout with gaps (padded rows) leaves bytes that no reorder writes, and two
+  // packings of one weight must be the same bytes.
+  std::memset(data_.get(), 0, size);
 }
 
 ConstantBytes::ConstantBytes(const void* data, size_t size) : ConstantBytes(size) {
