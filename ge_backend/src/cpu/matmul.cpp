@@ -2,9 +2,7 @@
 // on oneDNN's matmul primitive (brgemm/AMX on this CPU), with constant right-hand operands
 // pre-packed into the primitive's preferred format at build time; f64 and the integer
 // types run on an own GEMM.
-#include <functional>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include "cpu/column_blocks.h"
@@ -12,6 +10,7 @@
 #include "cpu/nn_kernels.h"
 #include "cpu/nn_support.h"
 #include "cpu/post_ops.h"
+#include "cpu/strided.h"
 
 namespace estuary::ge::cpu {
 
@@ -205,7 +204,7 @@ MatMulShape matmulShape(const TensorDesc& a_desc, const TensorDesc& b_desc) {
 // A product whose B has no batch of its own as one 2-D product: A's batch dims become rows.
 MatMulShape batchAsRows(const MatMulShape& shape) {
   MatMulShape folded = shape;
-  const int64_t rows = std::accumulate(shape.a.begin(), shape.a.end() - 1, int64_t{1}, std::multiplies<>());
+  const int64_t rows = productOf(shape.a.data(), 0, static_cast<int>(shape.a.size()) - 1);
   folded.a = {rows, shape.k};
   folded.b = {shape.k, shape.n};
   folded.out = {rows, shape.n};

@@ -1,11 +1,10 @@
 #include "cpu/post_ops.h"
 
 #include <cfloat>
-#include <functional>
-#include <numeric>
 #include <tuple>
 
 #include "cpu/nn_support.h"
+#include "cpu/strided.h"
 
 namespace estuary::ge::cpu {
 
@@ -72,7 +71,7 @@ bool appendEpilogue(const KernelBuildContext& context, const std::vector<Epilogu
                     std::vector<OnednnArg>& args) {
   const dnnl::memory::dims dst_dims = dst.dims();
   const size_t rank = dst_dims.size();
-  const int64_t elements = std::accumulate(dst_dims.begin(), dst_dims.end(), int64_t{1}, std::multiplies<>());
+  const int64_t elements = productOf(dst_dims.data(), 0, static_cast<int>(rank));
   // Scales become linear steps; consecutive linear steps are folded into one.
   std::vector<EpilogueStep> folded;
   for (const EpilogueStep& original : steps) {
