@@ -5,6 +5,7 @@ answer must equal a direct estuary.Model run; a replica killed in the middle; ba
 Runs in .venvs/ray (python/envs/ray.txt). The models are exported by PyTorch in its own
 environment (serve_models.py) and cached between runs.
 """
+import asyncio
 import collections
 import io
 import json
@@ -36,6 +37,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 import estuary.serve  # noqa: E402
 from estuary.serve.batching import Batcher, bucket_sizes  # noqa: E402
+from estuary.serve.run_queue import RunQueue  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 CNN_MAX_BODY = 1 << 20
@@ -202,6 +204,55 @@ def test_batcher_merges_along_the_batch_dim_only():
     assert not stateful.enabled and "updated in place" in stateful.reason
     static = Batcher([{"name": "x", "dtype": "f32", "shape": [1, 3], "mutable": False}], outputs, max_batch=8)
     assert not static.enabled and "symbolic" in static.reason
+
+
+def test_run_queue_merges_what_waited_while_the_model_ran():
+    async def scenario():
+        calls, model_free = [], asyncio.Event()
+
+        async def run_batch(items):
+            calls.append(items)
+            if len(calls) == 1:
+                await model_free.wait()
+            return [ValueError(f"bad {item}") if item == "bad" else item.upper() for item in items]
+
+        queue = RunQueue(run_batch, max_rows=8, wait_s=0.001)
+        first = asyncio.ensure_future(queue.submit("a", 1))
+        await asyncio.sleep(0.05)  # "a" runs alone: nothing else came within wait_s
+        assert calls == [["a"]]
+        later = [asyncio.ensure_future(queue.submit(item, rows))
+                 for item, rows in [("b", 3), ("gone", 1), ("bad", 1), ("c", 3), ("d", 2)]]
+        await asyncio.sleep(0.05)
+        later[1].cancel()  # its client went away while it waited
+        await asyncio.sleep(0)
+        model_free.set()
+        assert await first == "A"
+        assert await later[0] == "B" and await later[3] == "C" and await later[4] == "D"
+        with pytest.raises(ValueError, match="bad bad"):
+            await later[2]
+        # Everything that waited went into the next run, in order, up to 8 rows, with the
+        # cancelled request left out: "d" would have made 9 rows.
+        assert calls[1:] == [["b", "bad", "c"], ["d"]]
+
+        # A model that is free waits wait_s for more, unless max_rows are there already.
+        slow = RunQueue(run_batch, max_rows=4, wait_s=0.3)
+        calls.clear()
+        started = time.perf_counter()
+        assert await asyncio.gather(slow.submit("e", 2), slow.submit("f", 2)) == ["E", "F"]
+        assert calls == [["e", "f"]] and time.perf_counter() - started < 0.25
+        alone = asyncio.ensure_future(slow.submit("g", 1))
+        await asyncio.sleep(0.15)
+        assert not alone.done()
+        assert await alone == "G" and time.perf_counter() - started >= 0.3
+
+        async def broken(items):
+            raise RuntimeError("the run failed")
+
+        failing = RunQueue(broken, max_rows=4, wait_s=0)
+        for outcome in await asyncio.gather(failing.submit("h", 1), failing.submit("i", 1), return_exceptions=True):
+            assert isinstance(outcome, RuntimeError)
+
+    asyncio.run(scenario())
 
 
 def test_replicas_run_on_both_nodes(cluster):

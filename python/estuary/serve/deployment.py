@@ -18,6 +18,7 @@ import estuary
 from . import codec
 from .batching import Batcher
 from .observability import ReplicaStats, logger
+from .run_queue import RunQueue
 
 # The first bytes of an offline model (ge_backend/include/estuary/ge/offline_model.h).
 OFFLINE_MODEL_MAGIC = b"\x89EOM\r\n\x1a\n"
@@ -74,10 +75,6 @@ def load_model(source, threads, input_shapes, options):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def total_rows(batch):
-    return sum(pending.rows for pending in batch)
-
-
 # Ray Serve restarts a replica whose constructor failed; a model that cannot be loaded fails
 # the same way each time, so a few attempts are enough to tell a bad model from bad luck.
 CONSTRUCTOR_RETRIES = 3
@@ -93,7 +90,10 @@ class EstuaryModel:
         ray_actor_options, rounded up).
     max_batch: the most rows (along the model's batch dim) one merged run holds; 1 turns
         batching off. A request larger than this runs alone.
-    batch_wait_ms: how long the first request of a batch waits for others.
+    batch_wait_ms: when the model is free and the waiting requests hold fewer than max_batch
+        rows, how long after the oldest arrived the run waits for more. Requests that
+        arrived while the model was running have waited that long already: they go at once,
+        merged.
     warm_dims: sizes of the model's other symbolic dims ({"seq": [16, 128]}) for which the
         plans of every padded batch size are built at start; plans for sizes not listed are
         built on first use.
@@ -124,8 +124,7 @@ class EstuaryModel:
         # One model run at a time, each on all the replica's threads: runs side by side
         # would share the same cores and only add to every request's latency.
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="estuary-run")
-        self._run_merged.set_max_batch_size(self._batcher.max_batch)
-        self._run_merged.set_batch_wait_timeout_s(batch_wait_ms / 1e3)
+        self._queue = RunQueue(self._run_merged, self._batcher.max_batch, batch_wait_ms / 1e3)
         self._stats = ReplicaStats(self._name)
 
         started = time.perf_counter()
@@ -213,9 +212,7 @@ class EstuaryModel:
                 loop = asyncio.get_running_loop()
                 outputs = await loop.run_in_executor(self._executor, self._run_alone, feeds)
             else:
-                outputs = await self._run_merged(pending)
-                if isinstance(outputs, BaseException):
-                    raise outputs
+                outputs = await self._queue.submit(pending, pending.rows)
             status = "ok"
             return outputs
         except (estuary.InputTypeError, estuary.InputValueError):
@@ -224,9 +221,6 @@ class EstuaryModel:
         finally:
             self._stats.answered(time.perf_counter() - started, status)
 
-    # The sizes here are placeholders: __init__ sets each replica's own. batch_size_fn counts
-    # rows, so a batch holds at most max_batch rows however they are split into requests.
-    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005, batch_size_fn=total_rows)
     async def _run_merged(self, batch):
         # The list holds each request's outputs or the exception it gets: one request's bad
         # input must not fail the others merged with it.
