@@ -39,7 +39,8 @@ def arguments(argv, prog):
     parser.add_argument("--max-batch", type=int, default=16,
                         help="most rows one merged run holds; 1 turns batching off (default 16)")
     parser.add_argument("--batch-wait-ms", type=float, default=5.0,
-                        help="how long a batch's first request waits for others (default 5)")
+                        help="when the model is free and fewer than --max-batch rows wait, how long the oldest request "
+                        "waits for others (default 5)")
     parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1; "
                         "0.0.0.0 for every interface)")

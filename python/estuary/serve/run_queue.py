@@ -42,9 +42,6 @@ class RunQueue:
         self._arrived = None  # an asyncio.Event, made on the loop the queue first runs on
         self._worker = None
 
-    def __len__(self):
-        return len(self._waiting)
-
     async def submit(self, item, rows):
         """The result of `item`'s run, once a call of run_batch has taken it."""
         loop = asyncio.get_running_loop()
