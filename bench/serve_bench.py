@@ -13,8 +13,10 @@ and p99 of the latency the clients see. Engines alternate per configuration, --r
 figures are medians over rounds. The ONNX Runtime deployment is what a user would write
 today: the same HTTP handling, @serve.batch merging (concatenated, unpadded: ONNX Runtime
 has no plans to prebuild), one run at a time on a session with intra-op threads equal to the
-replica's CPUs. The models are exported once by PyTorch (.venvs/torch) into --workdir;
---models mobilenet_v2 adds a smaller CNN.
+replica's CPUs. `--engines estuary onnxruntime onnxruntime-queue` adds ONNX Runtime behind
+estuary.serve's own queue (a run formed when the model is free), to compare the engines
+under the same batching. The models are exported once by PyTorch (.venvs/torch) into
+--workdir; --models mobilenet_v2 adds a smaller CNN.
 """
 import argparse
 import asyncio
@@ -37,8 +39,8 @@ import bench_common as common  # noqa: E402
 
 MODELS = ("resnet50", "bert_encoder")  # the default; mobilenet_v2 too on request
 CHOICES = MODELS + ("mobilenet_v2",)
-ENGINES = ("estuary", "onnxruntime")
-ENGINE_NAMES = {"estuary": "Estuary", "onnxruntime": "ORT"}
+ENGINES = ("estuary", "onnxruntime")  # the default; onnxruntime-queue on request
+ENGINE_NAMES = {"estuary": "Estuary", "onnxruntime": "ORT", "onnxruntime-queue": "ORT queued"}
 
 
 def exported(name, workdir):
@@ -61,13 +63,17 @@ def onnxruntime_deployment():
     from starlette.responses import Response
 
     from estuary.serve import codec
+    from estuary.serve.run_queue import RunQueue
+
+    def rows_of(feeds):
+        return len(next(iter(feeds.values())))
 
     def total_rows(batch):
-        return sum(len(next(iter(feeds.values()))) for feeds in batch)
+        return sum(rows_of(feeds) for feeds in batch)
 
     @serve.deployment
     class OnnxRuntimeModel:
-        def __init__(self, path, max_batch, batch_wait_ms):
+        def __init__(self, path, max_batch, batch_wait_ms, queued):
             cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
             options = ort.SessionOptions()
             options.intra_op_num_threads = max(1, math.ceil(cpus))
@@ -77,13 +83,18 @@ def onnxruntime_deployment():
             self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
             self.run_merged.set_max_batch_size(max_batch)
             self.run_merged.set_batch_wait_timeout_s(batch_wait_ms / 1e3)
+            self.queue = RunQueue(self.run_batch, max_batch, batch_wait_ms / 1e3) if queued else None
 
         async def __call__(self, request: Request):
             feeds = codec.decode_npz(await request.body(), 64 << 20)
-            return Response(codec.encode(await self.run_merged(feeds), codec.NPZ), media_type=codec.NPZ)
+            outputs = await (self.queue.submit(feeds, rows_of(feeds)) if self.queue else self.run_merged(feeds))
+            return Response(codec.encode(outputs, codec.NPZ), media_type=codec.NPZ)
 
         @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005, batch_size_fn=total_rows)
         async def run_merged(self, batch):
+            return await self.run_batch(batch)
+
+        async def run_batch(self, batch):
             return await asyncio.get_running_loop().run_in_executor(self.executor, self.run, batch)
 
         def run(self, batch):
@@ -91,7 +102,7 @@ def onnxruntime_deployment():
             outputs = dict(zip(self.names, self.session.run(None, merged)))
             results, start = [], 0
             for feeds in batch:
-                rows = len(next(iter(feeds.values())))
+                rows = rows_of(feeds)
                 results.append({name: output[start:start + rows] for name, output in outputs.items()})
                 start += rows
             return results
@@ -109,7 +120,8 @@ def application(engine, path, replicas, max_batch, batch_wait_ms, timing_cache):
                                          batch_wait_ms=batch_wait_ms, **tuning)
     return onnxruntime_deployment().options(
         num_replicas=replicas, ray_actor_options={"num_cpus": cpus},
-        max_ongoing_requests=max(8, 2 * max_batch)).bind(path, max_batch, batch_wait_ms)
+        max_ongoing_requests=max(8, 2 * max_batch)).bind(path, max_batch, batch_wait_ms,
+                                                         queued=engine == "onnxruntime-queue")
 
 
 def load(url, body, clients, warmup_s, seconds):
@@ -142,6 +154,9 @@ def load(url, body, clients, warmup_s, seconds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=CHOICES)
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINE_NAMES),
+                        help="onnxruntime-queue: ONNX Runtime behind estuary.serve's RunQueue instead of @serve.batch, "
+                        "to compare the engines under the same batching")
     parser.add_argument("--replicas", nargs="+", type=int, default=[1, 2], help="each of 2/N CPUs")
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8], help="max_batch values; 1 is off")
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
@@ -156,6 +171,8 @@ def main():
                         "--workdir: the first round's replicas measure while starting, later rounds reuse it")
     args = parser.parse_args()
     timing_cache = os.path.join(args.workdir, "serve_bench.timing_cache") if args.estuary_tuning else None
+    engines = ["estuary"] + [engine for engine in dict.fromkeys(args.engines) if engine != "estuary"]
+    others = engines[1:]
 
     import ray
     from ray import serve
@@ -167,27 +184,29 @@ def main():
           f"{args.warmup:g} s of warm-up, {args.rounds} round{'s' if args.rounds > 1 else ''}, medians; Estuary's "
           + (f"replicas tune (timing cache {timing_cache})" if timing_cache else "kernels from the built-in rules"))
     print("| model | replicas x CPUs | batching | " +
-          " | ".join(f"{ENGINE_NAMES[engine]} req/s, p50 / p99 ms" for engine in ENGINES) + " | Estuary / ORT req/s |")
-    print("|---|---|---|" + "---|" * (len(ENGINES) + 1))
+          " | ".join(f"{ENGINE_NAMES[engine]} req/s, p50 / p99 ms" for engine in engines) +
+          "".join(f" | Estuary / {ENGINE_NAMES[other]} req/s" for other in others) + " |")
+    print("|---|---|---|" + "---|" * (len(engines) + len(others)))
     for name in args.models:
         path, inputs = exported(name, args.workdir)
         buffer = io.BytesIO()
         np.savez(buffer, **inputs)
         for replicas in args.replicas:
             for max_batch in args.batches:
-                rounds = {engine: [] for engine in ENGINES}
+                rounds = {engine: [] for engine in engines}
                 for _ in range(args.rounds):
-                    for engine in ENGINES:
+                    for engine in engines:
                         serve.run(application(engine, path, replicas, max_batch, args.batch_wait_ms, timing_cache),
                                   name="bench", route_prefix="/")
                         rounds[engine].append(load(url, buffer.getvalue(), args.clients, args.warmup, args.seconds))
                         serve.delete("bench")
-                figures = {engine: [statistics.median(values) for values in zip(*rounds[engine])] for engine in ENGINES}
-                ratio = statistics.median(e[0] / o[0] for e, o in zip(rounds["estuary"], rounds["onnxruntime"]))
+                figures = {engine: [statistics.median(values) for values in zip(*rounds[engine])] for engine in engines}
+                ratios = [statistics.median(e[0] / o[0] for e, o in zip(rounds["estuary"], rounds[other]))
+                          for other in others]
                 batching = "off" if max_batch == 1 else f"up to {max_batch}"
                 print(f"| {name} | {replicas} x {2 / replicas:g} | {batching} | " +
                       " | ".join(f"{rate:.1f}, {p50:.0f} / {p99:.0f}" for rate, p50, p99 in figures.values()) +
-                      f" | {ratio:.2f} |", flush=True)
+                      "".join(f" | {ratio:.2f}" for ratio in ratios) + " |", flush=True)
     serve.shutdown()
     ray.shutdown()
 
