@@ -79,7 +79,7 @@ class RunQueue:
                 self._arrived.clear()
                 await self._arrived.wait()
                 continue
-            if sum(waiting.rows for waiting in self._waiting) >= self._max_rows:
+            if sum(waiting.rows for waiting in self._waiting if not waiting.future.done()) >= self._max_rows:
                 return
             left = self._waiting[0].arrived + self._wait_s - loop.time()
             if left <= 0:
@@ -91,13 +91,15 @@ class RunQueue:
                 return
 
     def _take(self):
-        self._drop_cancelled()
         batch, rows = [], 0
-        while self._waiting and (not batch or rows + self._waiting[0].rows <= self._max_rows):
-            waiting = self._waiting.popleft()
+        while self._waiting:
+            waiting = self._waiting[0]
             if waiting.future.done():  # cancelled: its client went away
+                self._waiting.popleft()
                 continue
-            batch.append(waiting)
+            if batch and rows + waiting.rows > self._max_rows:
+                break
+            batch.append(self._waiting.popleft())
             rows += waiting.rows
         return batch
 
